@@ -1,0 +1,31 @@
+"""Checker outcomes as exceptions, and the documented exit codes."""
+
+ACCEPT, REJECT, MALFORMED, LIMIT = 0, 1, 2, 3
+
+
+class CheckError(Exception):
+    """Base: carries the exit code of the command that hits it."""
+
+    exit_code = REJECT
+
+
+class Malformed(CheckError):
+    """Input that is not well formed: names the file and the element."""
+
+    exit_code = MALFORMED
+
+    def __init__(self, where: str, msg: str) -> None:
+        super().__init__(f"{where}: {msg}" if where else msg)
+        self.where, self.msg = where, msg
+
+
+class LimitExceeded(CheckError):
+    """A stated size or time limit was reached; nothing was decided."""
+
+    exit_code = LIMIT
+
+
+class Unsupported(CheckError):
+    """A construct the semantics does not cover (the claim cannot be checked)."""
+
+    exit_code = REJECT

@@ -1,0 +1,324 @@
+"""Graph IR v1: strict parsing, validation and evaluation.
+
+One graph holds every rank of a program. A plain node runs on one ``rank``; a
+collective node names its ``group`` (global ranks) and takes one input and gives
+one output per member, in group order. Format: docs/ir.md, schema/graph-v1.json.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import LimitExceeded, Malformed, Unsupported
+from .limits import DEFAULT, Limits
+from .ops import REQ, REGISTRY, Op, ShapeError
+
+GRAPH_FORMAT, GRAPH_VERSION = "pvcert-graph", 1
+TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(@r[0-9]+)?")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
+ROLES = ("activation", "parameter", "gradient", "buffer", "index", "label", "mask", "state")
+MAX_WORLD = 4096
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    rank: int = 0
+    role: str | None = None
+    range: tuple[int, int] | None = None  # integer inputs: values in [lo, hi)
+
+    @property
+    def is_int(self) -> bool:
+        return self.dtype in INT_DTYPES
+
+
+@dataclass
+class Node:
+    name: str
+    target: str
+    op: Op
+    inputs: list[str | None]
+    outputs: list[str]
+    attrs: dict[str, Any]
+    rank: int | None = None
+    group: list[int] | None = None
+
+    def full_attrs(self, symbolic: bool) -> dict[str, Any]:
+        """Attributes with defaults filled in, plus the evaluator's context keys."""
+        a = {k: v for k, v in self.op.attrs.items() if v is not REQ}
+        a.update(self.attrs, _symbolic=symbolic, _group=self.group)
+        return a
+
+
+@dataclass
+class Graph:
+    name: str
+    world_size: int
+    tensors: dict[str, Tensor]
+    inputs: list[str]
+    outputs: list[str]
+    nodes: list[Node]                  # in a topological order
+    producer: dict[str, Node] = field(default_factory=dict)
+
+
+def _need(obj: dict, key: str, kind, where: str, what: str):
+    if not isinstance(obj, dict) or key not in obj:
+        raise Malformed(where, f"{what}: missing '{key}'")
+    v = obj[key]
+    if kind is int and isinstance(v, bool) or not isinstance(v, kind):
+        raise Malformed(where, f"{what}: '{key}' must be {getattr(kind, '__name__', kind)}")
+    return v
+
+
+def _only(obj: dict, allowed: set[str], where: str, what: str) -> None:
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise Malformed(where, f"{what}: unknown field '{extra[0]}'")
+
+
+def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
+    """Validate a graph's JSON value; every defect raises ``Malformed`` naming the element."""
+    if not isinstance(obj, dict):
+        raise Malformed(where, "graph must be a JSON object")
+    _only(obj, {"format", "version", "name", "world_size", "tensors", "inputs", "outputs", "nodes",
+                "meta"}, where, "graph")
+    if obj.get("format") != GRAPH_FORMAT or obj.get("version") != GRAPH_VERSION:
+        raise Malformed(where, f"not a {GRAPH_FORMAT} version {GRAPH_VERSION} file "
+                               f"(format={obj.get('format')!r}, version={obj.get('version')!r})")
+    name = _need(obj, "name", str, where, "graph")
+    world = _need(obj, "world_size", int, where, "graph")
+    if not 1 <= world <= MAX_WORLD:
+        raise Malformed(where, f"world_size {world} outside 1..{MAX_WORLD}")
+    tensors = {n: _tensor(n, t, world, where, limits)
+               for n, t in _need(obj, "tensors", dict, where, "graph").items()}
+    inputs = _names(obj, "inputs", tensors, where)
+    outputs = _names(obj, "outputs", tensors, where)
+    for n in inputs:
+        t = tensors[n]
+        if t.role is None:
+            raise Malformed(where, f"input '{n}': missing 'role'")
+        if t.is_int and t.dtype != "bool" and t.range is None:
+            raise Malformed(where, f"input '{n}': integer inputs need a value 'range' [lo, hi)")
+    raw_nodes = _need(obj, "nodes", list, where, "graph")
+    nodes, seen = [], set()
+    for i, raw in enumerate(raw_nodes):
+        node = _node(raw, i, tensors, world, where)
+        if node.name in seen:
+            raise Malformed(where, f"duplicate node name '{node.name}'")
+        seen.add(node.name)
+        nodes.append(node)
+    g = Graph(name, world, tensors, inputs, outputs, [])
+    g.nodes, g.producer = _toposort(nodes, inputs, tensors, where)
+    for t in tensors:
+        if t not in g.producer and t not in inputs:
+            raise Malformed(where, f"tensor '{t}' is neither a graph input nor produced by a node")
+    for node in g.nodes:
+        _check_shapes(node, tensors, where)
+    return g
+
+
+def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor:
+    what = f"tensor '{name}'"
+    if not TENSOR_NAME.fullmatch(name) or len(name) > 200:
+        raise Malformed(where, f"{what}: bad name (expected identifier, optionally @r<rank>)")
+    if not isinstance(t, dict):
+        raise Malformed(where, f"{what}: must be an object")
+    _only(t, {"shape", "dtype", "rank", "role", "range"}, where, what)
+    shape = _need(t, "shape", list, where, what)
+    if len(shape) > 16 or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+        raise Malformed(where, f"{what}: shape must be a list of at most 16 non-negative ints")
+    if int(np.prod(shape, dtype=object)) > limits.max_elements * 64:
+        raise LimitExceeded(f"{where}: {what} has shape {shape}, too large to check")
+    dtype = _need(t, "dtype", str, where, what)
+    if dtype not in FLOAT_DTYPES + INT_DTYPES:
+        raise Malformed(where, f"{what}: unknown dtype '{dtype}'")
+    rank = t.get("rank", 0)
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
+        raise Malformed(where, f"{what}: rank {rank!r} outside the world of size {world}")
+    suffix = name.rpartition("@r")[2] if "@r" in name else None
+    if suffix is not None and int(suffix) != rank:
+        raise Malformed(where, f"{what}: name says rank {suffix} but 'rank' is {rank}")
+    role = t.get("role")
+    if role is not None and role not in ROLES:
+        raise Malformed(where, f"{what}: unknown role '{role}' (one of {', '.join(ROLES)})")
+    rng = t.get("range")
+    if rng is not None:
+        if (not isinstance(rng, list) or len(rng) != 2 or any(isinstance(v, bool) or not isinstance(v, int)
+                                                                for v in rng) or rng[0] >= rng[1]):
+            raise Malformed(where, f"{what}: range must be [lo, hi) with lo < hi")
+        rng = (rng[0], rng[1])
+    return Tensor(name, tuple(shape), dtype, rank, role, rng)
+
+
+def _names(obj: dict, key: str, tensors: dict, where: str) -> list[str]:
+    names = _need(obj, key, list, where, "graph")
+    for n in names:
+        if not isinstance(n, str) or n not in tensors:
+            raise Malformed(where, f"{key}: '{n}' is not a declared tensor")
+    if len(set(names)) != len(names):
+        raise Malformed(where, f"{key}: a tensor is listed twice")
+    return names
+
+
+def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
+    name = raw.get("name") if isinstance(raw, dict) else None
+    if not isinstance(name, str) or not name:
+        raise Malformed(where, f"node #{i}: missing 'name'")
+    what = f"node '{name}'"
+    _only(raw, {"name", "target", "rank", "group", "inputs", "outputs", "attrs", "meta"}, where, what)
+    target = _need(raw, "target", str, where, what)
+    op = REGISTRY.get(target)
+    if op is None:
+        raise Malformed(where, f"{what}: unknown op '{target}' (not in the operator registry)")
+    what = f"node '{name}' ({target})"
+    ins, outs = _need(raw, "inputs", list, where, what), _need(raw, "outputs", list, where, what)
+    for t in ins + outs:
+        if t is not None and (not isinstance(t, str) or t not in tensors):
+            raise Malformed(where, f"{what}: tensor '{t}' is not declared")
+    if any(t is None for t in outs) or len(set(outs)) != len(outs):
+        raise Malformed(where, f"{what}: outputs must be distinct tensors")
+    attrs = raw.get("attrs", {})
+    if not isinstance(attrs, dict):
+        raise Malformed(where, f"{what}: 'attrs' must be an object")
+    for k in attrs:
+        if k not in op.attrs:
+            raise Malformed(where, f"{what}: unknown attribute '{k}'")
+    for k, v in op.attrs.items():
+        if v is REQ and k not in attrs:
+            raise Malformed(where, f"{what}: missing attribute '{k}'")
+    node = Node(name, target, op, ins, outs, attrs)
+    if op.collective:
+        if "rank" in raw:
+            raise Malformed(where, f"{what}: a collective names its 'group', not a 'rank'")
+        node.group = _group(raw, node, tensors, world, where, what)
+    else:
+        if "group" in raw:
+            raise Malformed(where, f"{what}: only collectives have a 'group'")
+        rank = raw.get("rank", 0)
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
+            raise Malformed(where, f"{what}: rank {rank!r} outside the world of size {world}")
+        node.rank = rank
+        _check_slots(node, where, what)
+        for t in ins + outs:
+            if t is not None and tensors[t].rank != rank:
+                raise Malformed(where, f"{what}: tensor '{t}' lives on rank {tensors[t].rank}, "
+                                       f"the node runs on rank {rank}")
+    return node
+
+
+def _check_slots(node: Node, where: str, what: str) -> None:
+    slots, n = node.op.slots, len(node.inputs)
+    if node.op.variadic:
+        if n < 1 or None in node.inputs:
+            raise Malformed(where, f"{what}: needs one or more input tensors")
+        return
+    required = sum(1 for s in slots if not s.endswith("?"))
+    if not required <= n <= len(slots):
+        raise Malformed(where, f"{what}: takes {required}..{len(slots)} inputs ({' '.join(slots)}), got {n}")
+    for s, t in zip(slots, node.inputs):
+        if t is None and not s.endswith("?"):
+            raise Malformed(where, f"{what}: input '{s}' is required")
+
+
+def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: str) -> list[int]:
+    group = _need(raw, "group", list, where, what)
+    if any(isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < world for r in group):
+        raise Malformed(where, f"{what}: group {group} has a rank outside the world of size {world}")
+    if len(set(group)) != len(group) or len(group) < 1:
+        raise Malformed(where, f"{what}: group {group} must list distinct ranks")
+    if node.op.p2p:
+        if len(group) != 2 or len(node.inputs) != 1 or len(node.outputs) != 1:
+            raise Malformed(where, f"{what}: send/recv needs group [src, dst], one input and one output")
+        pairs = [(node.inputs[0], group[0]), (node.outputs[0], group[1])]
+    else:
+        if len(node.inputs) != len(group) or len(node.outputs) != len(group):
+            raise Malformed(where, f"{what}: group {group} has {len(group)} members but the node has "
+                                   f"{len(node.inputs)} inputs and {len(node.outputs)} outputs")
+        pairs = list(zip(node.inputs, group)) + list(zip(node.outputs, group))
+    for t, r in pairs:
+        if t is None or tensors[t].rank != r:
+            rank = tensors[t].rank if t is not None else None
+            raise Malformed(where, f"{what}: tensor '{t}' lives on rank {rank}, its group member is rank {r}")
+    return group
+
+
+def _toposort(nodes: list[Node], inputs: list[str], tensors: dict, where: str):
+    producer: dict[str, Node] = {}
+    for node in nodes:
+        for t in node.outputs:
+            if t in producer or t in inputs:
+                raise Malformed(where, f"node '{node.name}': tensor '{t}' is already "
+                                       f"{'a graph input' if t in inputs else 'produced by ' + repr(producer[t].name)}")
+            producer[t] = node
+    deps = {}
+    for node in nodes:
+        for t in node.inputs:
+            if t is not None and t not in producer and t not in inputs:
+                raise Malformed(where, f"node '{node.name}': input '{t}' is dangling "
+                                       "(neither a graph input nor produced by a node)")
+        deps[node.name] = {producer[t].name for t in node.inputs if t in producer}
+    order, done, by_name = [], set(), {n.name: n for n in nodes}
+    state: dict[str, int] = {}
+    for start in nodes:  # iterative DFS; a grey node reached again closes a cycle
+        stack = [(start.name, iter(sorted(deps[start.name])))]
+        if start.name in done:
+            continue
+        state[start.name] = 1
+        while stack:
+            name, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[name] = 2
+                done.add(name)
+                order.append(by_name[name])
+            elif state.get(nxt) == 1:
+                cyc = [n for n, _ in stack][[n for n, _ in stack].index(nxt):] + [nxt]
+                raise Malformed(where, f"nodes form a cycle: {' -> '.join(repr(c) for c in cyc)}")
+            elif nxt not in done:
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(deps[nxt]))))
+    return order, producer
+
+
+def _check_shapes(node: Node, tensors: dict, where: str) -> None:
+    what = f"node '{node.name}' ({node.target})"
+    shapes = [tensors[t].shape if t is not None else None for t in node.inputs]
+    try:
+        out = node.op.shape(shapes, node.full_attrs(symbolic=False))
+    except (ShapeError, TypeError, KeyError, ValueError, IndexError) as e:
+        raise Malformed(where, f"{what}: {e}") from None
+    if len(out) != len(node.outputs):
+        raise Malformed(where, f"{what}: gives {len(out)} outputs, the node lists {len(node.outputs)}")
+    for t, s in zip(node.outputs, out):
+        if tuple(s) != tensors[t].shape:
+            raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} "
+                                   f"but the op gives {list(s)}")
+
+
+def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool,
+             limits: Limits = DEFAULT, keep: Callable[[str], bool] | None = None) -> dict[str, np.ndarray]:
+    """Run ``g`` on input values; returns every tensor's value (or those ``keep`` selects)."""
+    vals = dict(env)
+    for node in g.nodes:
+        limits.tick()
+        xs = [vals[t] if t is not None else None for t in node.inputs]
+        while xs and xs[-1] is None:
+            xs.pop()
+        try:
+            outs = node.op.run(xs, node.full_attrs(symbolic))
+        except (ShapeError, ZeroDivisionError) as e:
+            raise Unsupported(f"{g.name}: node '{node.name}' ({node.target}): {e}") from None
+        for t, v in zip(node.outputs, outs):
+            v = np.asarray(v)
+            if v.size > limits.max_elements:
+                raise LimitExceeded(f"{g.name}: tensor '{t}' has {v.size} elements (limit {limits.max_elements})")
+            vals[t] = v
+    return vals if keep is None else {k: v for k, v in vals.items() if keep(k)}

@@ -1,0 +1,798 @@
+"""Operator registry: shape rules and element-level semantics.
+
+Each operator's ``run`` works on numpy arrays of any element type: ``object``
+arrays of ``Rat`` (symbolic, for obligations), floats (numeric, for tests and
+counterexamples) and ints/bools (indices and masks, always concrete). Integer and
+boolean tensors never become symbolic: the checker enumerates integer inputs.
+The evaluator passes ``_symbolic`` (element type) and, to collectives, ``_group``
+(global ranks in member order) along with the node's attributes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .poly import Rat, apply, to_fraction
+
+REQ = object()  # marks a required attribute
+Shape = tuple[int, ...]
+
+
+class ShapeError(ValueError):
+    """Operands or attributes that do not fit the operator."""
+
+
+@dataclass(frozen=True)
+class Op:
+    target: str
+    slots: tuple[str, ...]            # tensor operand names; a trailing '?' marks optional
+    attrs: dict[str, Any]             # attribute name -> default (REQ if required)
+    shape: Callable[..., list[Shape]]
+    run: Callable[..., list[np.ndarray]]
+    variadic: bool = False            # one slot taking any number of tensors (cat)
+    collective: bool = False          # inputs/outputs one per group member
+    p2p: bool = False                 # group [src, dst]: one input on src, one output on dst
+    outputs: int | None = 1           # None: decided by the shape rule (split, chunk)
+    aliases: tuple[str, ...] = field(default=())
+
+
+REGISTRY: dict[str, Op] = {}
+
+
+def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Callable:
+    """Register ``fn(xs, a) -> outputs`` with ``shape(shapes, a) -> shapes`` taken from kw."""
+    def deco(run: Callable) -> Callable:
+        names = targets.split()
+        o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, aliases=tuple(names[1:]), **kw)
+        for n in names:
+            REGISTRY[n] = o
+        return run
+    return deco
+
+
+def lookup(target: str) -> Op | None:
+    return REGISTRY.get(target)
+
+
+# ---------------------------------------------------------------- helpers
+
+def is_sym(a: np.ndarray) -> bool:
+    return a.dtype == object
+
+
+def _dim(d: int, n: int) -> int:
+    if not isinstance(d, int) or not -max(n, 1) <= d < max(n, 1):
+        raise ShapeError(f"dim {d} out of range for rank {n}")
+    return d % max(n, 1)
+
+
+def _dims(ds, n: int) -> list[int]:
+    ds = [ds] if isinstance(ds, int) else list(ds or [])
+    out = [_dim(d, n) for d in ds]
+    if len(set(out)) != len(out):
+        raise ShapeError(f"repeated dim in {ds}")
+    return out
+
+
+def _bcast(*shapes: Shape) -> Shape:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(f"shapes {' and '.join(map(str, shapes))} do not broadcast") from None
+
+
+def _numel(s) -> int:
+    return math.prod(s)
+
+
+def _sizes(size, numel: int) -> Shape:
+    size = list(size)
+    if size.count(-1) > 1 or any(not isinstance(s, int) or s < -1 for s in size):
+        raise ShapeError(f"bad size {size}")
+    if -1 in size:
+        rest = _numel([s for s in size if s != -1])
+        if rest == 0 or numel % rest:
+            raise ShapeError(f"cannot view {numel} elements as {size}")
+        size[size.index(-1)] = numel // rest
+    if _numel(size) != numel:
+        raise ShapeError(f"cannot view {numel} elements as {size}")
+    return tuple(size)
+
+
+def _scalar(v):
+    """An attribute scalar as an exact rational (ints and bools stay ints)."""
+    if isinstance(v, bool) or isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return to_fraction(v)
+    raise ShapeError(f"expected a number, got {v!r}")
+
+
+def _lift(a: np.ndarray, c):
+    """A scalar attribute in the element type of ``a``."""
+    if is_sym(a) or isinstance(c, int):
+        return c
+    return float(c)
+
+
+def _map(name: str, num: Callable) -> Callable[[np.ndarray], np.ndarray]:
+    sym = np.frompyfunc(lambda v: apply(name, v), 1, 1)
+    return lambda a: sym(a) if is_sym(a) else num(a.astype(float))
+
+
+_exp = _map("exp", np.exp)
+_log = _map("log", np.log)
+_sqrt = _map("sqrt", np.sqrt)
+_tanh = _map("tanh", np.tanh)
+_sigmoid = _map("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)))
+_erf = np.vectorize(math.erf, otypes=[float])
+_gelu = _map("gelu", lambda a: 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0))))
+_gelu_tanh = _map("gelu_tanh", lambda a: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a**3))))
+_relu_sym = np.frompyfunc(lambda v: apply("max", v, 0), 1, 1)
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if is_sym(a) or is_sym(b):
+        return np.frompyfunc(lambda x, y: apply("max", x, y), 2, 1)(a, b)
+    return np.maximum(a, b)
+
+
+def same(shapes, a):
+    return [shapes[0]]
+
+
+# ---------------------------------------------------------------- matrix products
+
+def _mm_shape(shapes, a):
+    (n, k), (k2, m) = _ranks(shapes, 2, 2)
+    if k != k2:
+        raise ShapeError(f"mm of {shapes[0]} and {shapes[1]}: inner dims differ")
+    return [(n, m)]
+
+
+def _ranks(shapes, *ranks):
+    for s, r in zip(shapes, ranks):
+        if len(s) != r:
+            raise ShapeError(f"expected rank {r}, got shape {s}")
+    return shapes
+
+
+op("aten.mm.default", "self mat2", shape=_mm_shape)(lambda xs, a: [xs[0] @ xs[1]])
+
+
+def _bmm_shape(shapes, a):
+    (b, n, k), (b2, k2, m) = _ranks(shapes, 3, 3)
+    if b != b2 or k != k2:
+        raise ShapeError(f"bmm of {shapes[0]} and {shapes[1]}")
+    return [(b, n, m)]
+
+
+op("aten.bmm.default", "self mat2", shape=_bmm_shape)(lambda xs, a: [xs[0] @ xs[1]])
+
+
+def _matmul_shape(shapes, a):
+    x, y = shapes
+    if not x or not y:
+        raise ShapeError("matmul of a 0-d tensor")
+    xs, ys = (1,) + x if len(x) == 1 else x, y + (1,) if len(y) == 1 else y
+    if xs[-1] != ys[-2]:
+        raise ShapeError(f"matmul of {x} and {y}: inner dims differ")
+    out = _bcast(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
+    if len(x) == 1:
+        out = out[:-2] + out[-1:]
+    if len(y) == 1:
+        out = out[:-1]
+    return [out]
+
+
+op("aten.matmul.default", "self other", shape=_matmul_shape)(lambda xs, a: [np.asarray(xs[0] @ xs[1])])
+
+
+def _addmm_shape(shapes, a):
+    out = _mm_shape(shapes[1:], a)[0]
+    if _bcast(shapes[0], out) != out:
+        raise ShapeError(f"addmm bias {shapes[0]} does not broadcast to {out}")
+    return [out]
+
+
+@op("aten.addmm.default", "self mat1 mat2", {"beta": 1, "alpha": 1}, shape=_addmm_shape)
+def _addmm(xs, a):
+    return [_lift(xs[0], _scalar(a["beta"])) * xs[0] + _lift(xs[1], _scalar(a["alpha"])) * (xs[1] @ xs[2])]
+
+
+def _linear_shape(shapes, a):
+    x, w = shapes[0], shapes[1]
+    if len(w) != 2 or not x or x[-1] != w[1]:
+        raise ShapeError(f"linear of input {x} and weight {w}")
+    out = x[:-1] + (w[0],)
+    if len(shapes) > 2 and shapes[2] is not None and _bcast(shapes[2], out) != out:
+        raise ShapeError(f"linear bias {shapes[2]} does not fit {out}")
+    return [out]
+
+
+@op("aten.linear.default", "input weight bias?", shape=_linear_shape)
+def _linear(xs, a):
+    y = xs[0] @ xs[1].T
+    return [y + xs[2] if len(xs) > 2 and xs[2] is not None else y]
+
+
+# ---------------------------------------------------------------- elementwise arithmetic
+
+def _binary_shape(shapes, a):
+    return [_bcast(*shapes)] if len(shapes) == 2 else [shapes[0]]
+
+
+def _other(xs, a):
+    if len(xs) == 2:
+        return xs[1]
+    if a.get("other") is None:
+        raise ShapeError("needs a tensor or a scalar 'other'")
+    return _lift(xs[0], _scalar(a["other"]))
+
+
+def _binary(targets: str, fn: Callable, alpha: bool = False) -> None:
+    attrs = {"other": None, **({"alpha": 1} if alpha else {})}
+
+    @op(targets, "self other?", attrs, shape=_binary_shape)
+    def run(xs, a):
+        o = _other(xs, a)
+        if alpha and a["alpha"] != 1:
+            o = o * _lift(xs[0], _scalar(a["alpha"]))
+        return [np.asarray(fn(xs[0], o))]
+
+
+_binary("aten.add.Tensor aten.add.Scalar", lambda x, y: x + y, alpha=True)
+_binary("aten.sub.Tensor aten.sub.Scalar", lambda x, y: x - y, alpha=True)
+_binary("aten.rsub.Scalar aten.rsub.Tensor", lambda x, y: y - x, alpha=True)
+_binary("aten.mul.Tensor aten.mul.Scalar", lambda x, y: x * y)
+_binary("aten.div.Tensor aten.div.Scalar", lambda x, y: x / y)
+_binary("aten.maximum.default", _maximum)
+for _n, _f in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+               "eq": np.equal, "ne": np.not_equal}.items():
+    _binary(f"aten.{_n}.Tensor aten.{_n}.Scalar", lambda x, y, f=_f: _concrete(f, x, y))
+_binary("aten.bitwise_or.Tensor aten.logical_or.default", lambda x, y: _concrete(np.logical_or, x, y))
+_binary("aten.bitwise_and.Tensor aten.logical_and.default", lambda x, y: _concrete(np.logical_and, x, y))
+
+
+def _concrete(fn, x, y):
+    if is_sym(np.asarray(x)) or is_sym(np.asarray(y)):
+        raise ShapeError("comparison of real-valued (symbolic) data is not supported")
+    return fn(x, y)
+
+
+def _unary(targets: str, fn: Callable, attrs: dict | None = None) -> None:
+    op(targets, "self", attrs, shape=same)(lambda xs, a: [np.asarray(fn(xs[0], a))])
+
+
+_unary("aten.neg.default", lambda x, a: -x)
+_unary("aten.exp.default", lambda x, a: _exp(x))
+_unary("aten.log.default", lambda x, a: _log(x))
+_unary("aten.sqrt.default", lambda x, a: _sqrt(x))
+_unary("aten.rsqrt.default", lambda x, a: 1 / _sqrt(x))
+_unary("aten.reciprocal.default", lambda x, a: 1 / x)
+_unary("aten.tanh.default", lambda x, a: _tanh(x))
+_unary("aten.sigmoid.default", lambda x, a: _sigmoid(x))
+_unary("aten.silu.default", lambda x, a: x * _sigmoid(x))
+_unary("aten.relu.default", lambda x, a: _relu_sym(x) if is_sym(x) else np.maximum(x, 0.0))
+_unary("aten.gelu.default", lambda x, a: (_gelu_tanh if a["approximate"] == "tanh" else _gelu)(x),
+       {"approximate": "none"})
+_unary("aten.logical_not.default", lambda x, a: _concrete(lambda p, q: np.logical_not(p), x, x))
+_unary("aten.clone.default aten.alias.default aten.detach.default aten.lift_fresh_copy.default "
+       "aten.contiguous.default _c10d_functional.wait_tensor.default", lambda x, a: x)
+_unary("aten._to_copy.default", lambda x, a: x, {"dtype": None})
+
+
+def _pow(x, a):
+    e = a["exponent"]
+    if e == 0.5:
+        return _sqrt(x)
+    if e == -0.5:
+        return 1 / _sqrt(x)
+    if not isinstance(e, (int, float)) or int(e) != e:
+        raise ShapeError(f"pow with exponent {e!r} is not supported")
+    return x ** int(e) if not is_sym(x) else np.frompyfunc(lambda v: v ** int(e), 1, 1)(x)
+
+
+_unary("aten.pow.Tensor_Scalar", _pow, {"exponent": REQ})
+
+
+# ---------------------------------------------------------------- reductions
+
+def _red_shape(shapes, a):
+    s = shapes[0]
+    dims = _dims(a.get("dim"), len(s)) if a.get("dim") not in (None, []) else list(range(len(s)))
+    keep = a.get("keepdim", False)
+    return [tuple(1 if i in dims else n for i, n in enumerate(s)) if keep
+            else tuple(n for i, n in enumerate(s) if i not in dims)]
+
+
+def _reduce(x, a, mean: bool):
+    dims = _dims(a.get("dim"), x.ndim) if a.get("dim") not in (None, []) else list(range(x.ndim))
+    out = np.sum(x, axis=tuple(dims), keepdims=a.get("keepdim", False))
+    if mean:
+        n = math.prod(x.shape[d] for d in dims)
+        out = out * _lift(x, to_fraction(1) / n)
+    return np.asarray(out)
+
+
+op("aten.sum.dim_IntList aten.sum.default", "self", {"dim": None, "keepdim": False, "dtype": None},
+   shape=_red_shape)(lambda xs, a: [_reduce(xs[0], a, False)])
+op("aten.mean.dim aten.mean.default", "self", {"dim": None, "keepdim": False, "dtype": None},
+   shape=_red_shape)(lambda xs, a: [_reduce(xs[0], a, True)])
+
+
+def _softmax(x, d, log: bool):
+    e = _exp(x)
+    s = np.sum(e, axis=d, keepdims=True)
+    return x - _log(s) if log else e / s
+
+
+def _along_dim(shapes, a):
+    _dim(a["dim"], len(shapes[0]))
+    return [shapes[0]]
+
+
+_SOFTMAX_ATTRS = {"dim": REQ, "half_to_float": False, "dtype": None}
+op("aten._softmax.default aten.softmax.int", "self", _SOFTMAX_ATTRS, shape=_along_dim)(
+    lambda xs, a: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), False)])
+op("aten._log_softmax.default aten.log_softmax.int", "self", _SOFTMAX_ATTRS, shape=_along_dim)(
+    lambda xs, a: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), True)])
+
+
+# ---------------------------------------------------------------- views and layout
+
+def _view_shape(shapes, a):
+    return [_sizes(a.get("size", a.get("shape")), _numel(shapes[0]))]
+
+
+op("aten.view.default aten._unsafe_view.default", "self", {"size": REQ}, shape=_view_shape)(
+    lambda xs, a: [xs[0].reshape(_sizes(a["size"], xs[0].size))])
+op("aten.reshape.default", "self", {"shape": REQ}, shape=_view_shape)(
+    lambda xs, a: [xs[0].reshape(_sizes(a["shape"], xs[0].size))])
+
+
+def _perm(a, n):
+    p = _dims(a["dims"], n)
+    if len(p) != n:
+        raise ShapeError(f"permutation {a['dims']} of rank {n}")
+    return p
+
+
+op("aten.permute.default", "self", {"dims": REQ},
+   shape=lambda s, a: [tuple(s[0][i] for i in _perm(a, len(s[0])))])(
+    lambda xs, a: [np.transpose(xs[0], _perm(a, xs[0].ndim))])
+
+
+def _tr(n, a):
+    p = list(range(n))
+    i, j = _dim(a["dim0"], n), _dim(a["dim1"], n)
+    p[i], p[j] = p[j], p[i]
+    return p
+
+
+op("aten.transpose.int", "self", {"dim0": REQ, "dim1": REQ},
+   shape=lambda s, a: [tuple(s[0][i] for i in _tr(len(s[0]), a))])(
+    lambda xs, a: [np.transpose(xs[0], _tr(xs[0].ndim, a))])
+op("aten.t.default", "self", shape=lambda s, a: [tuple(reversed(_ranks_le2(s[0])))])(
+    lambda xs, a: [xs[0].T])
+
+
+def _ranks_le2(s):
+    if len(s) > 2:
+        raise ShapeError(f"t() of rank {len(s)}")
+    return s
+
+
+def _expand_shape(shapes, a):
+    s, size = shapes[0], list(a["size"])
+    if len(size) < len(s):
+        raise ShapeError(f"expand {s} to fewer dims {size}")
+    pad = (1,) * (len(size) - len(s)) + tuple(s)
+    out = tuple(p if n == -1 else n for p, n in zip(pad, size))
+    if any(p != 1 and p != n for p, n in zip(pad, out)):
+        raise ShapeError(f"cannot expand {s} to {size}")
+    return [out]
+
+
+op("aten.expand.default", "self", {"size": REQ, "implicit": False}, shape=_expand_shape)(
+    lambda xs, a: [np.broadcast_to(xs[0], _expand_shape([xs[0].shape], a)[0]).copy()])
+op("aten.unsqueeze.default", "self", {"dim": REQ},
+   shape=lambda s, a: [s[0][:_dim(a["dim"], len(s[0]) + 1)] + (1,) + s[0][_dim(a["dim"], len(s[0]) + 1):]])(
+    lambda xs, a: [np.expand_dims(xs[0], _dim(a["dim"], xs[0].ndim + 1))])
+
+
+def _squeeze_dims(s, a):
+    dims = _dims(a["dim"], len(s)) if a.get("dim") is not None else list(range(len(s)))
+    return [d for d in dims if s[d] == 1]
+
+
+op("aten.squeeze.dim aten.squeeze.dims aten.squeeze.default", "self", {"dim": None},
+   shape=lambda s, a: [tuple(n for i, n in enumerate(s[0]) if i not in _squeeze_dims(s[0], a))])(
+    lambda xs, a: [np.squeeze(xs[0], tuple(_squeeze_dims(xs[0].shape, a)))])
+
+
+def _slice_index(s, a):
+    d = _dim(a["dim"], len(s))
+    step = a.get("step", 1)
+    if not isinstance(step, int) or step < 1:
+        raise ShapeError(f"slice step {step!r}")
+    idx = [slice(None)] * len(s)
+    idx[d] = slice(a.get("start"), a.get("end"), step)
+    return tuple(idx)
+
+
+def _slice_shape(shapes, a):
+    return [np.empty(shapes[0], dtype=np.int8)[_slice_index(shapes[0], a)].shape]
+
+
+op("aten.slice.Tensor", "self", {"dim": 0, "start": None, "end": None, "step": 1}, shape=_slice_shape)(
+    lambda xs, a: [xs[0][_slice_index(xs[0].shape, a)]])
+
+
+def _narrow(a):
+    return {"dim": a["dim"], "start": a["start"], "end": a["start"] + a["length"], "step": 1}
+
+
+def _narrow_shape(shapes, a):
+    d = _dim(a["dim"], len(shapes[0]))
+    if a["start"] < 0 or a["length"] < 0 or a["start"] + a["length"] > shapes[0][d]:
+        raise ShapeError(f"narrow of {a['length']} at {a['start']} out of range on dim {d} of {shapes[0]}")
+    return _slice_shape(shapes, _narrow(a))
+
+
+op("aten.narrow.default", "self", {"dim": REQ, "start": REQ, "length": REQ}, shape=_narrow_shape)(
+    lambda xs, a: [xs[0][_slice_index(xs[0].shape, _narrow(a))]])
+
+
+def _select_shape(shapes, a):
+    s = shapes[0]
+    d = _dim(a["dim"], len(s))
+    if not -s[d] <= a["index"] < s[d]:
+        raise ShapeError(f"index {a['index']} out of range on dim {d} of {s}")
+    return [s[:d] + s[d + 1:]]
+
+
+op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape)(
+    lambda xs, a: [np.take(xs[0], a["index"], axis=_dim(a["dim"], xs[0].ndim))])
+
+
+def _cat_shape(shapes, a):
+    shapes = [s for s in shapes if s != (0,)]  # legacy empty tensors are skipped, as in ATen
+    if not shapes:
+        raise ShapeError("cat of no tensors")
+    d = _dim(a["dim"], len(shapes[0]))
+    for s in shapes:
+        if len(s) != len(shapes[0]) or any(x != y for i, (x, y) in enumerate(zip(s, shapes[0])) if i != d):
+            raise ShapeError(f"cat of {shapes} along dim {d}")
+    return [shapes[0][:d] + (sum(s[d] for s in shapes),) + shapes[0][d + 1:]]
+
+
+op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True)(
+    lambda xs, a: [np.concatenate(xs, axis=_dim(a["dim"], xs[0].ndim))])
+
+
+def _split_sizes(s, a) -> list[int]:
+    d = _dim(a["dim"], len(s))
+    if "split_sizes" in a:
+        sizes = list(a["split_sizes"])
+    else:
+        n = a["split_size"] if "split_size" in a else -(-s[d] // a["chunks"])
+        if not isinstance(n, int) or n < 1:
+            raise ShapeError(f"split size {n!r}")
+        sizes = [min(n, s[d] - i) for i in range(0, s[d], n)] or [0]
+    if sum(sizes) != s[d] or any(not isinstance(x, int) or x < 0 for x in sizes):
+        raise ShapeError(f"split sizes {sizes} do not cover dim {d} of {s}")
+    return sizes
+
+
+def _split_shape(shapes, a):
+    s = shapes[0]
+    d = _dim(a["dim"], len(s))
+    return [s[:d] + (n,) + s[d + 1:] for n in _split_sizes(s, a)]
+
+
+def _split(xs, a):
+    x = xs[0]
+    cuts = np.cumsum(_split_sizes(x.shape, a))[:-1]
+    return list(np.split(x, cuts, axis=_dim(a["dim"], x.ndim)))
+
+
+op("aten.split.Tensor", "self", {"split_size": REQ, "dim": 0}, shape=_split_shape, outputs=None)(_split)
+op("aten.split_with_sizes.default", "self", {"split_sizes": REQ, "dim": 0}, shape=_split_shape,
+   outputs=None)(_split)
+op("aten.chunk.default", "self", {"chunks": REQ, "dim": 0}, shape=_split_shape, outputs=None)(_split)
+
+
+def _pad_widths(s, a):
+    pad = list(a["pad"])
+    if len(pad) % 2 or len(pad) // 2 > len(s) or any(not isinstance(p, int) for p in pad):
+        raise ShapeError(f"pad {pad} for shape {s}")
+    widths = [(0, 0)] * len(s)
+    for i in range(len(pad) // 2):
+        widths[len(s) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if any(lo < 0 or hi < 0 for lo, hi in widths):
+        raise ShapeError("negative padding is not supported")
+    return widths
+
+
+op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0},
+   shape=lambda s, a: [tuple(n + lo + hi for n, (lo, hi) in zip(s[0], _pad_widths(s[0], a)))])(
+    lambda xs, a: [_pad(xs[0], _pad_widths(xs[0].shape, a), _scalar(a["value"]))])
+
+
+def _pad(x, widths, value):
+    out = np.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths)), _lift(x, value),
+                  dtype=x.dtype)
+    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
+    return out
+
+
+# ---------------------------------------------------------------- lookups, masks, creation
+
+def _embedding(xs, a):
+    w, idx = xs
+    if is_sym(idx) or idx.dtype.kind not in "iu":
+        raise ShapeError("embedding indices must be integer tensors")
+    if idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]):
+        raise ShapeError(f"embedding index out of range [0, {w.shape[0]})")
+    return [w[idx]]
+
+
+op("aten.embedding.default", "weight indices", {"padding_idx": -1, "scale_grad_by_freq": False,
+   "sparse": False}, shape=lambda s, a: [tuple(s[1]) + tuple(_ranks(s[:1], 2)[0][1:])])(_embedding)
+
+
+def _where(c, x, y):
+    if is_sym(c):
+        raise ShapeError("where() on a real-valued (symbolic) condition is not supported")
+    return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
+
+
+op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(
+    lambda xs, a: [_where(xs[0], xs[1], xs[2])])
+op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)])(
+    lambda xs, a: [_where(xs[1], _lift(xs[0], _scalar(a["value"])), xs[0])])
+
+
+INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
+
+
+def _full(size, value, a):
+    """A constant tensor: concrete for integer dtypes, else in the evaluation's element type."""
+    if a.get("dtype") in INT_DTYPES:
+        return np.full(tuple(size), int(value), dtype=bool if a["dtype"] == "bool" else np.int64)
+    if a["_symbolic"]:
+        return np.full(tuple(size), Rat.of(value), dtype=object)
+    return np.full(tuple(size), float(value))
+
+
+op("aten.full.default", "", {"size": REQ, "fill_value": REQ, "dtype": None},
+   shape=lambda s, a: [tuple(a["size"])])(lambda xs, a: [_full(a["size"], _scalar(a["fill_value"]), a)])
+op("aten.zeros.default", "", {"size": REQ, "dtype": None}, shape=lambda s, a: [tuple(a["size"])])(
+    lambda xs, a: [_full(a["size"], 0, a)])
+op("aten.ones.default", "", {"size": REQ, "dtype": None}, shape=lambda s, a: [tuple(a["size"])])(
+    lambda xs, a: [_full(a["size"], 1, a)])
+
+
+# ---------------------------------------------------------------- normalization
+
+def _norm_axes(s, a) -> tuple[int, ...]:
+    ns = tuple(a["normalized_shape"])
+    if not ns or tuple(s[len(s) - len(ns):]) != ns:
+        raise ShapeError(f"normalized_shape {list(ns)} does not end shape {s}")
+    return tuple(range(len(s) - len(ns), len(s)))
+
+
+def _affine(y, xs):
+    if len(xs) > 1 and xs[1] is not None:
+        y = y * xs[1]
+    if len(xs) > 2 and xs[2] is not None:
+        y = y + xs[2]
+    return y
+
+
+def _layer_norm(xs, a):
+    x = xs[0]
+    ax = _norm_axes(x.shape, a)
+    n = math.prod(x.shape[i] for i in ax)
+    inv_n = _lift(x, to_fraction(1) / n)
+    mean = np.sum(x, axis=ax, keepdims=True) * inv_n
+    c = x - mean
+    rstd = 1 / _sqrt(np.sum(c * c, axis=ax, keepdims=True) * inv_n + _lift(x, _scalar(a["eps"])))
+    return [_affine(c * rstd, xs), mean, rstd]
+
+
+def _ln_shape(shapes, a):
+    s = shapes[0]
+    ax = _norm_axes(s, a)
+    for w in shapes[1:]:
+        if w is not None and tuple(w) != tuple(a["normalized_shape"]):
+            raise ShapeError(f"layer_norm weight/bias {w} vs normalized_shape {a['normalized_shape']}")
+    stat = tuple(1 if i in ax else n for i, n in enumerate(s))
+    return [s, stat, stat]
+
+
+op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},
+   shape=_ln_shape, outputs=3)(_layer_norm)
+op("aten.layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": 1e-5,
+   "cudnn_enable": True}, shape=lambda s, a: _ln_shape(s, a)[:1])(lambda xs, a: _layer_norm(xs, a)[:1])
+
+
+def _rms_norm(xs, a):
+    x = xs[0]
+    ax = _norm_axes(x.shape, a)
+    n = math.prod(x.shape[i] for i in ax)
+    eps = a["eps"] if a["eps"] is not None else 1.1920928955078125e-07  # float32 epsilon, as torch
+    ms = np.sum(x * x, axis=ax, keepdims=True) * _lift(x, to_fraction(1) / n)
+    return [_affine(x * (1 / _sqrt(ms + _lift(x, _scalar(eps)))), xs[:2])]
+
+
+op("aten.rms_norm.default", "input weight?", {"normalized_shape": REQ, "eps": None},
+   shape=lambda s, a: _ln_shape(s, a)[:1])(_rms_norm)
+
+
+# ---------------------------------------------------------------- losses
+
+def _reduction(loss, weight, r: int):
+    if r == 0:
+        return loss
+    total = np.sum(loss)
+    return np.asarray(total if r == 2 else total / weight)
+
+
+def _nll(logp, target, a):
+    if is_sym(target) or target.dtype.kind not in "iu":
+        raise ShapeError("loss targets must be integer tensors")
+    if logp.ndim not in (1, 2):
+        raise ShapeError(f"nll_loss input of rank {logp.ndim}")
+    lp = logp.reshape(-1, logp.shape[-1])
+    t = target.reshape(-1)
+    keep = t != a["ignore_index"]
+    if np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])):
+        raise ShapeError("loss target out of range")
+    zero = Rat.of(0) if is_sym(lp) else 0.0
+    loss = np.array([-lp[i, t[i]] if keep[i] else zero for i in range(len(t))],
+                    dtype=object if is_sym(lp) else float).reshape(target.shape)
+    count = int(keep.sum())
+    return loss, count
+
+
+def _nll_shape(shapes, a):
+    x, t = shapes[0], shapes[1]
+    if len(x) not in (1, 2) or tuple(t) != tuple(x[:-1]):
+        raise ShapeError(f"nll_loss of input {x} and target {t}")
+    return [tuple(t) if a["reduction"] == 0 else (), ()]
+
+
+def _nll_forward(xs, a):
+    if len(xs) > 2 and xs[2] is not None:
+        raise ShapeError("class weights are not supported")
+    loss, count = _nll(xs[0], xs[1], a)
+    w = _lift(xs[0], count)
+    return [_reduction(loss, w, a["reduction"]), np.asarray(w)]
+
+
+op("aten.nll_loss_forward.default", "self target weight?", {"reduction": 1, "ignore_index": -100},
+   shape=_nll_shape, outputs=2)(_nll_forward)
+
+
+@op("aten.cross_entropy_loss.default", "self target weight?", {"reduction": 1, "ignore_index": -100,
+    "label_smoothing": 0.0}, shape=lambda s, a: _nll_shape(s, a)[:1])
+def _cross_entropy(xs, a):
+    if a["label_smoothing"]:
+        raise ShapeError("label smoothing is not supported")
+    return _nll_forward([_softmax(xs[0], xs[0].ndim - 1, True)] + list(xs[1:]), a)[:1]
+
+
+@op("aten.mse_loss.default", "self target", {"reduction": 1},
+    shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else ()])
+def _mse(xs, a):
+    d = xs[0] - xs[1]
+    return [_reduction(d * d, _lift(d, d.size), a["reduction"])]
+
+
+# ---------------------------------------------------------------- collectives
+# Inputs and outputs are one tensor per member of the node's group, in group order.
+
+REDUCE_OPS = ("sum", "avg", "max", "min")
+
+
+def _reduce_all(xs, how: str):
+    if how not in REDUCE_OPS:
+        raise ShapeError(f"reduce_op {how!r} (expected one of {', '.join(REDUCE_OPS)})")
+    if how in ("max", "min"):
+        if how == "min":
+            return -_reduce_all([-x for x in xs], "max")
+        out = xs[0]
+        for x in xs[1:]:
+            out = _maximum(out, x)
+        return out
+    out = sum(xs[1:], xs[0])
+    return out * _lift(out, to_fraction(1) / len(xs)) if how == "avg" else out
+
+
+def _same_shapes(shapes):
+    if any(s != shapes[0] for s in shapes):
+        raise ShapeError(f"group members disagree on shape: {shapes}")
+    return shapes[0]
+
+
+def _coll(target: str, attrs: dict, shape: Callable, outputs: int | None = 1):
+    return op(target, "self", attrs, shape=shape, collective=True, outputs=outputs)
+
+
+_coll("_c10d_functional.all_reduce.default", {"reduce_op": "sum"},
+      lambda s, a: [_same_shapes(s)] * len(s))(lambda xs, a: [_reduce_all(xs, a["reduce_op"])] * len(xs))
+_coll("_c10d_functional.all_gather_into_tensor.default", {},
+      lambda s, a: [(len(s) * _same_shapes(s)[0],) + s[0][1:]] * len(s))(
+    lambda xs, a: [np.concatenate(xs, axis=0)] * len(xs))
+
+
+def _rs_shape(s, a):
+    s0 = _same_shapes(s)
+    if not s0 or s0[0] % len(s):
+        raise ShapeError(f"reduce_scatter of {s0} over {len(s)} ranks: dim 0 does not divide")
+    return [(s0[0] // len(s),) + s0[1:]] * len(s)
+
+
+_coll("_c10d_functional.reduce_scatter_tensor.default", {"reduce_op": "sum"}, _rs_shape)(
+    lambda xs, a: np.split(_reduce_all(xs, a["reduce_op"]), len(xs), axis=0))
+
+
+def _a2a_sizes(n0: int, sizes, w: int) -> list[int]:
+    if sizes is None:
+        if n0 % w:
+            raise ShapeError(f"all_to_all of dim {n0} over {w} ranks: does not divide")
+        return [n0 // w] * w
+    if len(sizes) != w or sum(sizes) != n0 or any(not isinstance(x, int) or x < 0 for x in sizes):
+        raise ShapeError(f"split sizes {sizes} do not cover dim {n0} over {w} ranks")
+    return list(sizes)
+
+
+def _a2a_plan(shapes, a):
+    """Per rank: the input split sizes and output split sizes of every member."""
+    w = len(shapes)
+    ins = a["input_split_sizes"] or [None] * w
+    outs = a["output_split_sizes"] or [None] * w
+    if len(ins) != w or len(outs) != w:
+        raise ShapeError("all_to_all split sizes need one list per group member")
+    i_sz = [_a2a_sizes(s[0], ins[r], w) if s else _a2a_sizes(0, [], w) for r, s in enumerate(shapes)]
+    o_sz = [[i_sz[j][r] for j in range(w)] for r in range(w)]
+    for r in range(w):
+        if outs[r] is not None and list(outs[r]) != o_sz[r]:
+            raise ShapeError(f"output split sizes of member {r} are {outs[r]}, the inputs send {o_sz[r]}")
+    return i_sz, o_sz
+
+
+def _a2a_shape(shapes, a):
+    if any(s[1:] != shapes[0][1:] or not s for s in shapes):
+        raise ShapeError(f"all_to_all members disagree on trailing shape: {shapes}")
+    _, o_sz = _a2a_plan(shapes, a)
+    return [(sum(o),) + shapes[0][1:] for o in o_sz]
+
+
+def _a2a(xs, a):
+    i_sz, _ = _a2a_plan([x.shape for x in xs], a)
+    parts = [np.split(x, np.cumsum(i_sz[r])[:-1], axis=0) for r, x in enumerate(xs)]
+    return [np.concatenate([parts[j][r] for j in range(len(xs))], axis=0) for r in range(len(xs))]
+
+
+# Split sizes are given per group member (lists of lists), since each rank passes its own.
+_coll("_c10d_functional.all_to_all_single.default", {"output_split_sizes": None, "input_split_sizes": None},
+      _a2a_shape, outputs=None)(_a2a)
+def _src(a) -> int:
+    if a["src"] not in a["_group"]:
+        raise ShapeError(f"broadcast source {a['src']} is not in the group {a['_group']}")
+    return a["_group"].index(a["src"])
+
+
+_coll("_c10d_functional.broadcast.default", {"src": REQ},
+      lambda s, a: [_same_shapes(s)] * len(s) if _src(a) is not None else [])(
+    lambda xs, a: [xs[_src(a)]] * len(xs))
+# Point-to-point: group [src, dst]; one input on src, one output on dst.
+op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
+    lambda xs, a: [xs[0]])

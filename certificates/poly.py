@@ -1,0 +1,354 @@
+"""Exact normal form over the rationals with opaque atoms.
+
+A value is a ratio ``Rat(n, d)`` of two polynomials. A polynomial maps terms to
+``Fraction`` coefficients; a term is ``(mono, expo)``: a monomial (sorted
+``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` itself a polynomial key (or
+``()`` for no exp factor). So ``exp(a) * exp(b) = exp(a + b)`` holds by construction,
+as in Volta's decision procedure. Non-polynomial functions (tanh, sqrt, max, ...)
+are atoms whose names embed the canonical text of their normalized arguments, so
+equal arguments give the same atom. Two values are equal when ``n1*d2 - n2*d1``
+normalizes to zero: sound over the reals wherever the denominators are non-zero.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import lru_cache
+from typing import Callable
+
+from .errors import LimitExceeded, Unsupported
+
+Mono = tuple  # tuple[tuple[str, int], ...]
+Key = tuple   # (Mono, expo poly key)
+ONE_KEY: Key = ((), ())
+MAX_TERMS = 50_000
+
+# Atom name -> (function, argument values); variables are atoms absent from this table.
+ATOMS: dict[str, tuple[str, tuple["Rat", ...]]] = {}
+
+
+def to_fraction(x) -> Fraction:
+    """Exact rational of a Python/numpy number; floats by their shortest decimal text."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (bool, int)):
+        return Fraction(int(x))
+    f = float(x)
+    if not math.isfinite(f):
+        raise Unsupported(f"non-finite constant {f}")
+    return Fraction(int(f)) if f == int(f) and abs(f) < 2**53 else Fraction(repr(f))
+
+
+def _mono_mul(a: Mono, b: Mono) -> Mono:
+    if not a:
+        return b
+    if not b:
+        return a
+    d = dict(a)
+    for v, p in b:
+        d[v] = d.get(v, 0) + p
+    return tuple(sorted((v, p) for v, p in d.items() if p))
+
+
+@lru_cache(maxsize=65536)
+def _expo_add(a: tuple, b: tuple) -> tuple:
+    if not a:
+        return b
+    if not b:
+        return a
+    return Poly(dict(a)).add(Poly(dict(b))).key()
+
+
+class Poly:
+    """Sparse polynomial: ``{term key: Fraction}`` with no zero coefficients."""
+
+    __slots__ = ("t", "_k")
+
+    def __init__(self, t: dict | None = None) -> None:
+        self.t: dict = t if t is not None else {}
+        self._k: tuple | None = None
+
+    @staticmethod
+    def const(c) -> "Poly":
+        c = to_fraction(c)
+        return Poly({ONE_KEY: c} if c else {})
+
+    @staticmethod
+    def atom(name: str) -> "Poly":
+        return Poly({(((name, 1),), ()): Fraction(1)})
+
+    def key(self) -> tuple:
+        if self._k is None:
+            self._k = tuple(sorted(self.t.items()))
+        return self._k
+
+    def is_zero(self) -> bool:
+        return not self.t
+
+    def constant(self) -> Fraction | None:
+        if not self.t:
+            return Fraction(0)
+        if len(self.t) == 1 and ONE_KEY in self.t:
+            return self.t[ONE_KEY]
+        return None
+
+    def add(self, o: "Poly", sign: int = 1) -> "Poly":
+        d = dict(self.t)
+        for k, c in o.t.items():
+            v = d.get(k, 0) + sign * c
+            if v:
+                d[k] = v
+            else:
+                d.pop(k, None)
+        return Poly(d)
+
+    def scale(self, c: Fraction) -> "Poly":
+        return Poly({k: v * c for k, v in self.t.items()}) if c else Poly()
+
+    def mul(self, o: "Poly") -> "Poly":
+        if len(self.t) * len(o.t) > 4 * MAX_TERMS:
+            raise LimitExceeded(f"polynomial product of {len(self.t)} x {len(o.t)} terms")
+        d: dict = {}
+        for (m1, e1), c1 in self.t.items():
+            for (m2, e2), c2 in o.t.items():
+                k = (_mono_mul(m1, m2), _expo_add(e1, e2))
+                v = d.get(k, 0) + c1 * c2
+                if v:
+                    d[k] = v
+                else:
+                    d.pop(k, None)
+        if len(d) > MAX_TERMS:
+            raise LimitExceeded(f"polynomial with {len(d)} terms exceeds {MAX_TERMS}")
+        return Poly(d)
+
+    def atoms(self) -> set[str]:
+        out: set[str] = set()
+        for (m, e), _ in self.t.items():
+            out.update(v for v, _ in m)
+            if e:
+                out |= Poly(dict(e)).atoms()
+        return out
+
+    def value(self, env: Callable[[str], float | Fraction]):
+        total = 0
+        for (m, e), c in self.t.items():
+            term = c if isinstance(c, Fraction) and not e else float(c)
+            for v, p in m:
+                term = term * env(v) ** p
+            if e:
+                term = float(term) * math.exp(float(Poly(dict(e)).value(env)))
+            total = total + term
+        return total
+
+    def __str__(self) -> str:
+        if not self.t:
+            return "0"
+        parts = []
+        for (m, e), c in self.key():
+            factors = [f"{v}^{p}" if p != 1 else v for v, p in m]
+            if e:
+                factors.append(f"exp({Poly(dict(e))})")
+            if not factors:
+                parts.append(str(c))
+            elif c == 1:
+                parts.append("*".join(factors))
+            else:
+                parts.append(f"{c}*" + "*".join(factors))
+        return " + ".join(parts)
+
+
+ZERO_P, ONE_P = Poly(), Poly.const(1)
+
+
+def _min_mono(monos: list[Mono]) -> Mono:
+    """The largest monomial dividing all of ``monos``."""
+    common = dict(monos[0])
+    for m in monos[1:]:
+        md = dict(m)
+        common = {v: min(p, md[v]) for v, p in common.items() if v in md}
+    return tuple(sorted((v, p) for v, p in common.items() if p > 0))
+
+
+def _mono_div(m: Mono, g: Mono) -> Mono:
+    d = dict(m)
+    for v, p in g:
+        d[v] -= p
+    return tuple(sorted((v, p) for v, p in d.items() if p))
+
+
+def _neg_expo(e: tuple) -> tuple:
+    return Poly(dict(e)).scale(Fraction(-1)).key() if e else ()
+
+
+class Rat:
+    """A normalized ratio of polynomials; supports Python arithmetic with numbers."""
+
+    __slots__ = ("n", "d")
+
+    def __init__(self, n: Poly, d: Poly = ONE_P) -> None:
+        if d.is_zero():
+            raise ZeroDivisionError("division by a value that normalizes to zero")
+        if n.is_zero():
+            self.n, self.d = n, ONE_P
+            return
+        c = d.constant()
+        if c is not None:
+            self.n, self.d = (n if c == 1 else n.scale(1 / c)), ONE_P
+            return
+        if len(d.t) == 1:  # a single term: divide it out as far as exactness allows
+            (m, e), c = next(iter(d.t.items()))
+            n = n.mul(Poly({((), _neg_expo(e)): 1 / c}))
+            g = _min_mono([k[0] for k in n.t] + [m])
+            n = Poly({(_mono_div(k[0], g), k[1]): v for k, v in n.t.items()})
+            m = _mono_div(m, g)
+            if not m:
+                self.n, self.d = n, ONE_P
+                return
+            d = Poly({(m, ()): Fraction(1)})
+        else:
+            lead = d.key()[0][1]
+            if lead != 1:
+                n, d = n.scale(1 / lead), d.scale(1 / lead)
+        if n.key() == d.key():
+            n, d = ONE_P, ONE_P
+        self.n, self.d = n, d
+
+    @staticmethod
+    def of(x) -> "Rat":
+        return x if isinstance(x, Rat) else Rat(Poly.const(x))
+
+    @staticmethod
+    def var(name: str) -> "Rat":
+        return Rat(Poly.atom(name))
+
+    def constant(self) -> Fraction | None:
+        return self.n.constant() if self.d is ONE_P or self.d.constant() == 1 else None
+
+    def is_zero(self) -> bool:
+        return self.n.is_zero()
+
+    def __add__(self, o) -> "Rat":
+        o = Rat.of(o)
+        if self.d.key() == o.d.key():
+            return Rat(self.n.add(o.n), self.d)
+        return Rat(self.n.mul(o.d).add(o.n.mul(self.d)), self.d.mul(o.d))
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "Rat":
+        return Rat(self.n.scale(Fraction(-1)), self.d)
+
+    def __sub__(self, o) -> "Rat":
+        return self + (-Rat.of(o))
+
+    def __rsub__(self, o) -> "Rat":
+        return Rat.of(o) + (-self)
+
+    def __mul__(self, o) -> "Rat":
+        o = Rat.of(o)
+        return Rat(self.n.mul(o.n), self.d.mul(o.d))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o) -> "Rat":
+        o = Rat.of(o)
+        if o.n.is_zero():
+            raise ZeroDivisionError("division by zero")
+        return Rat(self.n.mul(o.d), self.d.mul(o.n))
+
+    def __rtruediv__(self, o) -> "Rat":
+        return Rat.of(o) / self
+
+    def __pow__(self, k: int) -> "Rat":
+        if int(k) != k:
+            raise Unsupported(f"non-integer power {k}")
+        k = int(k)
+        base, out = (self if k >= 0 else Rat.of(1) / self), Rat.of(1)
+        for _ in range(abs(k)):
+            out = out * base
+        return out
+
+    def equals(self, o: "Rat") -> bool:
+        if self.d.key() == o.d.key():
+            return self.n.key() == o.n.key()
+        return self.n.mul(o.d).add(o.n.mul(self.d), -1).is_zero()
+
+    def atoms(self) -> set[str]:
+        return self.n.atoms() | self.d.atoms()
+
+    def value(self, env: Callable[[str], float | Fraction]):
+        return self.n.value(env) / self.d.value(env)
+
+    def __str__(self) -> str:
+        return str(self.n) if self.d.constant() == 1 else f"({self.n})/({self.d})"
+
+    __repr__ = __str__
+
+
+def apply(fn: str, *args) -> Rat:
+    """Build ``fn(args)`` in normal form: exact where a rule applies, else an atom."""
+    args = tuple(Rat.of(a) for a in args)
+    a = args[0]
+    if fn == "exp":
+        if a.d.constant() == 1:
+            return Rat(Poly({((), a.n.key()): Fraction(1)})) if not a.n.is_zero() else Rat.of(1)
+    elif fn == "log":
+        (k, c), = a.n.t.items() if len(a.n.t) == 1 and a.d.constant() == 1 else ((None, None),)
+        if k is not None and c == 1 and not k[0] and k[1]:
+            return Rat(Poly(dict(k[1])))
+        if a.constant() == 1:
+            return Rat.of(0)
+    elif fn == "max":
+        flat: dict[str, Rat] = {}
+        for x in args:
+            kind = ATOMS.get(_single_atom(x) or "", ("",))[0]
+            for y in (ATOMS[_single_atom(x)][1] if kind == "max" else (x,)):
+                flat[str(y)] = y
+        if len(flat) == 1:
+            return next(iter(flat.values()))
+        consts = [x.constant() for x in flat.values()]
+        if all(c is not None for c in consts):
+            return Rat.of(max(consts))
+        args = tuple(flat[k] for k in sorted(flat))
+    elif fn == "sqrt":
+        c = a.constant()
+        if c is not None and c >= 0:
+            rn, rd = math.isqrt(c.numerator), math.isqrt(c.denominator)
+            if rn * rn == c.numerator and rd * rd == c.denominator:
+                return Rat.of(Fraction(rn, rd))
+    name = f"{fn}({', '.join(str(x) for x in args)})"
+    ATOMS.setdefault(name, (fn, args))
+    return Rat(Poly.atom(name))
+
+
+def _single_atom(x: Rat) -> str | None:
+    """The atom name if ``x`` is exactly one atom with coefficient 1."""
+    if x.d.constant() != 1 or len(x.n.t) != 1:
+        return None
+    ((m, e), c), = x.n.t.items()
+    return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
+
+
+NUMERIC: dict[str, Callable[..., float]] = {
+    "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "tanh": math.tanh,
+    "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
+    "gelu": lambda x: 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0))),
+    "gelu_tanh": lambda x: 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
+    "max": lambda *xs: max(xs), "sin": math.sin, "cos": math.cos,
+}
+
+
+def evaluate(x: Rat, env: dict[str, float]) -> float:
+    """Numeric value of ``x`` with variables from ``env`` and atoms by their functions."""
+    memo: dict[str, float] = {}
+
+    def look(name: str) -> float:
+        if name in env:
+            return env[name]
+        if name not in memo:
+            fn, args = ATOMS[name]
+            memo[name] = NUMERIC[fn](*(float(a.value(look)) for a in args))
+        return memo[name]
+
+    return float(x.value(look))

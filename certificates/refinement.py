@@ -1,0 +1,210 @@
+"""Refinement obligations: spec tensors as clean expressions over impl tensors.
+
+``instantiate`` turns an input relation into input values: every impl input
+element starts free; the first expression of a spec input defines it, and each
+further expression must pick distinct, still-unused impl input elements, which are
+then bound to the spec value (replication and sharding). This parametrizes exactly
+the impl inputs that satisfy the relation. Integer inputs are then enumerated over
+their declared ranges; ``check`` evaluates both graphs and decides every element
+of every output equation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import terms
+from .errors import LimitExceeded, Malformed, Unsupported
+from .graph import Graph, Tensor, evaluate
+from .limits import DEFAULT, Limits
+from .poly import Rat
+from .solve import Verdict, decide
+
+Relation = dict[str, list[terms.Term]]
+
+
+def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
+                   limits: Limits = DEFAULT) -> Relation:
+    """Parse ``{spec tensor: [clean expression, ...]}`` and check names and shapes."""
+    if not isinstance(obj, dict):
+        raise Malformed(where, "relation must be an object {spec tensor: [expressions]}")
+    rel: Relation = {}
+    for name, exprs in obj.items():
+        what = f"{where}: relation of '{name}'"
+        if name not in spec.tensors:
+            raise Malformed(what, f"'{name}' is not a tensor of spec graph '{spec.name}'")
+        if inputs_only and name not in spec.inputs:
+            raise Malformed(what, f"'{name}' is not an input of spec graph '{spec.name}'")
+        if not isinstance(exprs, list) or not exprs:
+            raise Malformed(what, "needs a non-empty list of clean expressions")
+        rel[name] = []
+        for text in exprs:
+            t = terms.parse(text, what, limits)
+            for r in terms.refs(t):
+                if r not in impl.tensors:
+                    raise Malformed(what, f"'{r}' is not a tensor of impl graph '{impl.name}'")
+                if inputs_only and r not in impl.inputs:
+                    raise Malformed(what, f"'{r}' is not an input of impl graph '{impl.name}'")
+            try:
+                shape = terms.infer_shape(t, lambda n: impl.tensors[n].shape)
+            except terms.TermError as e:
+                raise Malformed(what, f"{t}: {e}") from None
+            if shape != spec.tensors[name].shape:
+                raise Malformed(what, f"{t} has shape {list(shape)}, '{name}' has "
+                                      f"{list(spec.tensors[name].shape)}")
+            if spec.tensors[name].is_int != any(impl.tensors[r].is_int for r in terms.refs(t)):
+                raise Malformed(what, f"{t} mixes integer and real tensors")
+            rel[name].append(t)
+    if inputs_only:
+        missing = [n for n in spec.inputs if n not in rel]
+        if missing:
+            raise Malformed(where, f"spec input '{missing[0]}' has no relation to the impl")
+    return rel
+
+
+def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, Tensor], object],
+                limits: Limits = DEFAULT) -> tuple[dict, dict]:
+    """Input values ``(spec_env, impl_env)`` satisfying ``rel``.
+
+    ``fresh(label, tensor)`` makes the free value of one impl input element: a
+    variable (symbolic check) or a random number (numeric test).
+    """
+    impl_env = {}
+    for n in impl.inputs:
+        t = impl.tensors[n]
+        size = int(np.prod(t.shape, dtype=object))
+        if size > limits.max_elements:
+            raise LimitExceeded(f"impl input '{n}' has {size} elements (limit {limits.max_elements})")
+        labels = [f"{n}[{','.join(map(str, ix))}]" for ix in np.ndindex(*t.shape)]
+        impl_env[n] = np.array([fresh(lab, t) for lab in labels] or [], dtype=object).reshape(t.shape)
+    # Integer labels name impl input elements: offset of the tensor + flat index.
+    offset, base = {}, 0
+    for n in impl.inputs:
+        offset[n] = base
+        base += impl_env[n].size
+    flat = [(n, i) for n in impl.inputs for i in range(impl_env[n].size)]
+    used: set[int] = set()
+    bound: set[int] = set()
+    spec_env = {}
+    for name in spec.inputs:
+        first, *rest = rel[name]
+        spec_env[name] = np.asarray(terms.evaluate(first, lambda r: impl_env[r]))
+        used.update(int(v) for v in _labels(first, impl, offset).ravel() if v >= 0)
+        for t in rest:
+            labels = _labels(t, impl, offset)
+            for lab, val in zip(labels.ravel(), spec_env[name].ravel()):
+                if lab < 0:
+                    raise Unsupported(f"relation of '{name}': {t} pads an element that must be defined")
+                if lab in used or lab in bound:
+                    tensor, i = flat[lab]
+                    raise Unsupported(f"relation of '{name}': {t} constrains {tensor} element {i} twice")
+                bound.add(int(lab))
+                tensor, i = flat[lab]
+                impl_env[tensor].ravel()[i] = val
+    return spec_env, impl_env
+
+
+def _labels(t: terms.Term, impl: Graph, offset: dict) -> np.ndarray:
+    def leaf(n: str) -> np.ndarray:
+        size = int(np.prod(impl.tensors[n].shape, dtype=object))
+        return np.arange(offset[n], offset[n] + size, dtype=np.int64).reshape(impl.tensors[n].shape)
+    try:
+        return np.asarray(terms.evaluate(t, leaf))
+    except terms.TermError as e:
+        raise Unsupported(str(e)) from None
+
+
+@dataclass
+class Outcome:
+    """The result of one output equation ``spec == expr``."""
+
+    spec: str
+    expr: str
+    elements: int = 0
+    methods: dict[str, int] = field(default_factory=dict)
+    failure: str | None = None
+
+    @property
+    def holds(self) -> bool:
+        return self.failure is None
+
+
+def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict, limits: Limits):
+    """Yield concrete environments: every free integer variable over its declared range."""
+    ranges: dict[str, range] = {}
+    for n in impl.inputs:
+        t = impl.tensors[n]
+        if t.is_int:
+            lo, hi = t.range if t.range else (0, 2)
+            for v in impl_env[n].ravel():
+                for a in Rat.of(v).atoms():
+                    ranges.setdefault(a, range(lo, hi))
+    names = sorted(ranges)
+    total = 1
+    for n in names:
+        total *= len(ranges[n])
+    if total > limits.max_assignments:
+        raise LimitExceeded(f"{total} assignments of integer inputs exceed the limit of {limits.max_assignments}")
+
+    def concrete(graph: Graph, env: dict, point: dict) -> dict:
+        out = {}
+        for n, v in env.items():
+            t = graph.tensors[n]
+            if t.is_int:
+                vals = [int(Rat.of(x).value(point.__getitem__)) for x in v.ravel()]
+                out[n] = np.array(vals, dtype=bool if t.dtype == "bool" else np.int64).reshape(v.shape)
+            elif v.size and isinstance(v.flat[0], Rat):
+                out[n] = v
+            else:
+                out[n] = v.astype(float)
+        return out
+
+    for combo in itertools.product(*(ranges[n] for n in names)):
+        point = dict(zip(names, combo))
+        yield point, concrete(spec, spec_env, point), concrete(impl, impl_env, point)
+
+
+def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
+          limits: Limits = DEFAULT) -> list[Outcome]:
+    """Decide ``inputs => outputs`` for all impl input values (symbolically)."""
+    spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits)
+    outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
+    for point, s_env, i_env in integer_assignments(spec, impl, spec_env, impl_env, limits):
+        s_vals = evaluate(spec, s_env, True, limits)
+        i_vals = evaluate(impl, i_env, True, limits)
+        for s, ts in outputs.items():
+            for t in ts:
+                o = outcomes[(s, str(t))]
+                if o.failure:
+                    continue
+                rhs = np.asarray(terms.evaluate(t, i_vals.__getitem__))
+                _compare(o, s_vals[s], rhs, point, limits)
+    return list(outcomes.values())
+
+
+def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: Limits) -> None:
+    at = f" (integer inputs {point})" if point else ""
+    for idx in np.ndindex(*lhs.shape):
+        limits.tick()
+        a, b = lhs[idx], rhs[idx]
+        if not isinstance(a, Rat) and not isinstance(b, Rat):
+            v = Verdict(True, "concrete") if a == b else Verdict(False, "concrete", {}, (a, b))
+        else:
+            v = decide(Rat.of(a), Rat.of(b), seed=len(o.methods))
+        o.elements += 1
+        if v.holds:
+            o.methods[v.method] = o.methods.get(v.method, 0) + 1
+            continue
+        where = f"{o.spec}{list(idx)} vs {o.expr}{list(idx)}{at}"
+        if v.holds is False:
+            shown = ", ".join(f"{k}={x:g}" for k, x in list((v.witness or {}).items())[:6])
+            more = " ..." if v.witness and len(v.witness) > 6 else ""
+            o.failure = (f"{where}: differ, e.g. {v.values[0]:.6g} vs {v.values[1]:.6g} "
+                         f"at {shown}{more}")
+        else:
+            o.failure = f"{where}: not proved (normal forms differ; numerically equal; solvers undecided)"
+        return

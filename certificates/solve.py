@@ -1,0 +1,144 @@
+"""Deciding ``a == b`` for normal-form values: normal form, numeric probe, z3, cvc5.
+
+1. Equal normal forms: proved (exact).
+2. A numeric probe at a few random points: a clear difference refutes, with the point.
+3. z3 on ``a != b`` with atoms as uninterpreted functions (max as if-then-else):
+   unsat proves. cvc5 is asked where z3 answers unknown. A ``sat`` answer does not
+   refute (the model may interpret atoms unlike exp or tanh), so it stays unknown.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .poly import ATOMS, Poly, Rat, evaluate
+
+SOLVER_MS = 10_000
+
+
+@dataclass
+class Verdict:
+    holds: bool | None                 # True proved, False refuted, None unknown
+    method: str                        # normal-form | z3 | cvc5 | numeric | unknown
+    witness: dict[str, float] | None = None
+    values: tuple[float, float] | None = None
+
+
+def variables(x: Rat) -> set[str]:
+    """The input variables under ``x``, looking inside atoms."""
+    out: set[str] = set()
+    todo = list(x.atoms())
+    while todo:
+        a = todo.pop()
+        if a in ATOMS:
+            for arg in ATOMS[a][1]:
+                todo.extend(arg.atoms())
+        elif a not in out:
+            out.add(a)
+    return out
+
+
+def decide(a: Rat, b: Rat, seed: int = 0) -> Verdict:
+    a, b = Rat.of(a), Rat.of(b)
+    if a.equals(b):
+        return Verdict(True, "normal-form")
+    witness = probe(a, b, seed)
+    if witness is not None:
+        return witness
+    for name in ("z3", "cvc5"):
+        answer = _smt(a, b, name)
+        if answer is not None:
+            return Verdict(True, name) if answer else Verdict(None, "unknown")
+    return Verdict(None, "unknown")
+
+
+def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
+    """Evaluate at random points; a difference beyond rounding is a counterexample."""
+    rng = random.Random(seed)
+    names = sorted(variables(a) | variables(b))
+    for _ in range(4):
+        env = {n: rng.choice([-2, -1, 1, 2, 3]) / rng.choice([1, 2, 4]) for n in names}
+        try:
+            va, vb = evaluate(a, env), evaluate(b, env)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue
+        if abs(va - vb) > 1e-6 * (1.0 + abs(va) + abs(vb)):
+            return Verdict(False, "numeric", env, (va, vb))
+    return None
+
+
+def _smt(a: Rat, b: Rat, which: str) -> bool | None:
+    """True if the solver proves ``a == b``, None if it cannot (or is not installed)."""
+    try:
+        if which == "z3":
+            import z3 as s
+        else:
+            import cvc5.pythonic as s  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    enc = _Encoder(s)
+    try:
+        solver = s.Solver()
+        solver.set("timeout", SOLVER_MS) if which == "z3" else solver.set("tlimit-per", SOLVER_MS)
+        la, lb = enc.rat(a), enc.rat(b)
+        for den in enc.denominators:
+            solver.add(den != 0)
+        solver.add(la != lb)
+        result = str(solver.check())
+    except Exception:  # a solver-internal failure is "cannot decide", never acceptance
+        return None
+    return True if result == "unsat" else None
+
+
+class _Encoder:
+    """Real-arithmetic terms for the SMT solver ``s`` (z3 or cvc5.pythonic)."""
+
+    def __init__(self, s) -> None:
+        self.s, self.cache, self.funcs, self.denominators = s, {}, {}, []
+
+    def rat(self, x: Rat):
+        n = self.poly(x.n)
+        if x.d.constant() == 1:
+            return n
+        d = self.poly(x.d)
+        self.denominators.append(d)
+        return n / d
+
+    def poly(self, p: Poly):
+        s = self.s
+        total = s.RealVal(0)
+        for (mono, expo), c in p.t.items():
+            term = s.RealVal(str(Fraction(c)))
+            for v, k in mono:
+                for _ in range(k):
+                    term = term * self.atom(v)
+            if expo:
+                term = term * self.func("exp", 1)(self.poly(Poly(dict(expo))))
+            total = total + term
+        return total
+
+    def func(self, name: str, arity: int):
+        key = (name, arity)
+        if key not in self.funcs:
+            s = self.s
+            self.funcs[key] = s.Function(f"{name}_{arity}", *([s.RealSort()] * (arity + 1)))
+        return self.funcs[key]
+
+    def atom(self, name: str):
+        if name not in self.cache:
+            s = self.s
+            if name not in ATOMS:
+                self.cache[name] = s.Real(name)
+            else:
+                fn, args = ATOMS[name]
+                xs = [self.rat(a) for a in args]
+                if fn == "max":
+                    out = xs[0]
+                    for y in xs[1:]:
+                        out = s.If(out >= y, out, y)
+                    self.cache[name] = out
+                else:
+                    self.cache[name] = self.func(fn, len(xs))(*xs)
+        return self.cache[name]

@@ -1,0 +1,261 @@
+"""Clean expressions: parse, print, infer shapes, evaluate.
+
+Grammar (one readable text form)::
+
+    term  := NAME                          a tensor, e.g. x@r0
+           | FN '(' term {',' term} {',' KEY '=' value} ')'
+    value := INT | '[' [INT {',' INT}] ']'
+
+Functions (nothing that computes a value, only moves or sums it):
+``concat(t..., dim)``, ``slice(t, dim, start, end[, step])``, ``pad(t, dim, before, after)``
+(zeros), ``permute(t, dims)``, ``transpose(t, dim0, dim1)``, ``reshape(t, shape)``, and
+``sum(t...)`` (sum over ranks).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import LimitExceeded, Malformed
+from .limits import DEFAULT, Limits
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Call:
+    fn: str
+    args: tuple
+    kw: tuple  # sorted (key, value) pairs; list values stored as tuples
+
+    def __str__(self) -> str:
+        kws = [f"{k}={list(v) if isinstance(v, tuple) else v}".replace(" ", "") for k, v in self.kw]
+        return f"{self.fn}({', '.join([str(a) for a in self.args] + kws)})"
+
+
+Term = Ref | Call
+
+# function -> (min args, max args (None = any), required keys, optional keys)
+FUNCTIONS: dict[str, tuple[int, int | None, set[str], set[str]]] = {
+    "concat": (1, None, {"dim"}, set()),
+    "slice": (1, 1, {"dim", "start", "end"}, {"step"}),
+    "pad": (1, 1, {"dim", "before", "after"}, set()),
+    "permute": (1, 1, {"dims"}, set()),
+    "transpose": (1, 1, {"dim0", "dim1"}, set()),
+    "reshape": (1, 1, {"shape"}, set()),
+    "sum": (1, None, set(), set()),
+}
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]+)|(.))")
+
+
+def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
+    """Parse a clean expression; errors name ``where`` and the offending position."""
+    if not isinstance(text, str) or len(text) > 100_000:
+        raise Malformed(where, "clean expression must be a string of at most 100000 characters")
+    toks: list[tuple[str, str, int]] = []
+    for m in _TOKEN.finditer(text):
+        if m.group(1):
+            toks.append(("name", m.group(1), m.start(1)))
+        elif m.group(2):
+            toks.append(("int", m.group(2), m.start(2)))
+        elif m.group(3):
+            toks.append(("sym", m.group(3), m.start(3)))
+    pos = 0
+
+    def fail(msg: str):
+        at = toks[pos][2] if pos < len(toks) else len(text)
+        raise Malformed(where, f"clean expression {text[:80]!r}: {msg} at column {at}")
+
+    def eat(kind: str, val: str | None = None) -> str:
+        nonlocal pos
+        if pos >= len(toks) or toks[pos][0] != kind or (val is not None and toks[pos][1] != val):
+            fail(f"expected {val or kind}")
+        pos += 1
+        return toks[pos - 1][1]
+
+    def peek(val: str) -> bool:
+        return pos < len(toks) and toks[pos][1] == val and toks[pos][0] == "sym"
+
+    def value():
+        if peek("["):
+            eat("sym", "[")
+            items = []
+            while not peek("]"):
+                items.append(int(eat("int")))
+                if not peek("]"):
+                    eat("sym", ",")
+            eat("sym", "]")
+            return tuple(items)
+        return int(eat("int"))
+
+    def term(depth: int) -> Term:
+        nonlocal pos
+        if depth > limits.max_term_depth:
+            raise LimitExceeded(f"{where}: clean expression nested deeper than {limits.max_term_depth}")
+        name = eat("name")
+        if not peek("("):
+            return Ref(name)
+        if name not in FUNCTIONS:
+            pos -= 1
+            fail(f"unknown function '{name}' (clean functions: {', '.join(FUNCTIONS)})")
+        eat("sym", "(")
+        args, kw = [], {}
+        while not peek(")"):
+            if pos + 1 < len(toks) and toks[pos + 1][1] == "=" and toks[pos][0] == "name":
+                key = eat("name")
+                eat("sym", "=")
+                if key in kw:
+                    fail(f"repeated key '{key}'")
+                kw[key] = value()
+            elif kw:
+                fail("positional argument after a keyword")
+            else:
+                args.append(term(depth + 1))
+            if not peek(")"):
+                eat("sym", ",")
+        eat("sym", ")")
+        lo, hi, req, opt = FUNCTIONS[name]
+        if len(args) < lo or (hi is not None and len(args) > hi):
+            fail(f"{name} takes {lo}..{hi or 'n'} terms, got {len(args)}")
+        if not req <= set(kw) <= req | opt:
+            fail(f"{name} needs keys {sorted(req)}{' (optional ' + str(sorted(opt)) + ')' if opt else ''}")
+        return Call(name, tuple(args), tuple(sorted(kw.items())))
+
+    t = term(0)
+    if pos != len(toks):
+        fail("unexpected text")
+    return t
+
+
+def refs(t: Term) -> list[str]:
+    """Tensor names in order of appearance."""
+    return [t.name] if isinstance(t, Ref) else [n for a in t.args for n in refs(a)]
+
+
+class TermError(ValueError):
+    """A well-formed term that does not fit the shapes of its tensors."""
+
+
+def _axis(d, n: int) -> int:
+    if not isinstance(d, int) or not -n <= d < n:
+        raise TermError(f"dim {d} out of range for rank {n}")
+    return d % n
+
+
+def _apply(t: Call, xs: list, concat, slc, pad, transpose, reshape, add):
+    """Shared structure of shape inference and evaluation: one rule per function."""
+    kw = dict(t.kw)
+    x = xs[0]
+    n = len(shape_of(x))
+    if t.fn == "concat":
+        d = _axis(kw["dim"], n)
+        for y in xs[1:]:
+            s, s0 = shape_of(y), shape_of(x)
+            if len(s) != n or any(a != b for i, (a, b) in enumerate(zip(s, s0)) if i != d):
+                raise TermError(f"concat of shapes {[list(shape_of(z)) for z in xs]} on dim {d}")
+        return concat(xs, d)
+    if t.fn == "slice":
+        d, step = _axis(kw["dim"], n), kw.get("step", 1)
+        lo, hi = kw["start"], kw["end"]
+        if not (isinstance(step, int) and step >= 1 and 0 <= lo <= hi <= shape_of(x)[d]):
+            raise TermError(f"slice [{lo}:{hi}:{step}] out of range on dim {d} of {list(shape_of(x))}")
+        return slc(x, d, lo, hi, step)
+    if t.fn == "pad":
+        d, lo, hi = _axis(kw["dim"], n), kw["before"], kw["after"]
+        if not (isinstance(lo, int) and isinstance(hi, int) and lo >= 0 and hi >= 0):
+            raise TermError("pad widths must be non-negative")
+        return pad(x, d, lo, hi)
+    if t.fn in ("permute", "transpose"):
+        if t.fn == "permute":
+            p = [_axis(d, n) for d in kw["dims"]]
+        else:
+            p = list(range(n))
+            i, j = _axis(kw["dim0"], n), _axis(kw["dim1"], n)
+            p[i], p[j] = p[j], p[i]
+        if sorted(p) != list(range(n)):
+            raise TermError(f"{list(kw.get('dims', p))} is not a permutation of rank {n}")
+        return transpose(x, p)
+    if t.fn == "reshape":
+        s = tuple(kw["shape"])
+        if any(not isinstance(v, int) or v < 0 for v in s) or int(np.prod(s)) != int(np.prod(shape_of(x))):
+            raise TermError(f"cannot reshape {list(shape_of(x))} to {list(s)}")
+        return reshape(x, s)
+    for y in xs[1:]:  # sum
+        if shape_of(y) != shape_of(x):
+            raise TermError(f"sum of shapes {[list(shape_of(z)) for z in xs]}")
+    return add(xs)
+
+
+def shape_of(x) -> Shape:
+    return tuple(x) if isinstance(x, tuple) else tuple(x.shape)
+
+
+def _fold(t: Term, leaf: Callable, ops: tuple):
+    if isinstance(t, Ref):
+        return leaf(t.name)
+    return _apply(t, [_fold(a, leaf, ops) for a in t.args], *ops)
+
+
+_SHAPE_OPS = (
+    lambda xs, d: xs[0][:d] + (sum(s[d] for s in xs),) + xs[0][d + 1:],
+    lambda x, d, lo, hi, st: x[:d] + (len(range(lo, hi, st)),) + x[d + 1:],
+    lambda x, d, lo, hi: x[:d] + (x[d] + lo + hi,) + x[d + 1:],
+    lambda x, p: tuple(x[i] for i in p),
+    lambda x, s: s,
+    lambda xs: xs[0],
+)
+
+
+def _pad_array(x: np.ndarray, d: int, lo: int, hi: int) -> np.ndarray:
+    shape = list(x.shape)
+    shape[d] += lo + hi
+    zero = -1 if x.dtype.kind in "iu" else 0  # integer arrays are element labels: -1 marks padding
+    out = np.full(shape, zero, dtype=x.dtype)
+    idx = [slice(None)] * x.ndim
+    idx[d] = slice(lo, lo + x.shape[d])
+    out[tuple(idx)] = x
+    return out
+
+
+def _slice_array(x: np.ndarray, d: int, lo: int, hi: int, st: int) -> np.ndarray:
+    idx = [slice(None)] * x.ndim
+    idx[d] = slice(lo, hi, st)
+    return x[tuple(idx)]
+
+
+def _sum_arrays(xs: list) -> np.ndarray:
+    if xs[0].dtype.kind in "iu":
+        raise TermError("sum() cannot define an input that another relation also defines")
+    return sum(xs[1:], xs[0])
+
+
+_EVAL_OPS = (
+    lambda xs, d: np.concatenate(xs, axis=d),
+    _slice_array,
+    _pad_array,
+    np.transpose,
+    np.reshape,
+    _sum_arrays,
+)
+
+
+def infer_shape(t: Term, shape: Callable[[str], Shape]) -> Shape:
+    """Shape of ``t`` given its tensors' shapes; raises ``TermError`` if it does not fit."""
+    return _fold(t, lambda n: tuple(shape(n)), _SHAPE_OPS)
+
+
+def evaluate(t: Term, value: Callable[[str], np.ndarray]) -> np.ndarray:
+    """Value of ``t`` on arrays of any element type (symbolic, float, or integer labels)."""
+    return _fold(t, value, _EVAL_OPS)

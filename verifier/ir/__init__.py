@@ -1,0 +1,91 @@
+"""Graph IR for the engine: building, loading and saving graphs (format: docs/ir.md).
+
+Validation and semantics live in ``certificates.graph`` and ``certificates.ops``:
+the engine uses the checker's definitions so that both read graphs the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from certificates.graph import GRAPH_FORMAT, GRAPH_VERSION, Graph, Node, Tensor, parse_graph
+from certificates.limits import load_json
+from certificates.ops import REGISTRY, ShapeError
+
+__all__ = ["Graph", "Node", "Tensor", "GraphBuilder", "load_graph", "save_graph", "UnsupportedOp"]
+
+
+class UnsupportedOp(ValueError):
+    """An operator the registry does not know; the message names it."""
+
+
+def load_graph(path: str) -> Graph:
+    """Read and validate a graph file; errors name the file and the element."""
+    return parse_graph(load_json(path), path)
+
+
+def save_graph(obj: dict[str, Any], path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+
+
+class GraphBuilder:
+    """Build a graph's JSON value node by node; output shapes come from the registry."""
+
+    def __init__(self, name: str, world_size: int = 1) -> None:
+        self.obj: dict[str, Any] = {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": name,
+                                    "world_size": world_size, "tensors": {}, "inputs": [],
+                                    "outputs": [], "nodes": []}
+
+    def _tensor(self, name: str, shape, dtype: str, rank: int, **extra) -> str:
+        if name in self.obj["tensors"]:
+            raise ValueError(f"tensor '{name}' defined twice")
+        self.obj["tensors"][name] = {"shape": list(shape), "dtype": dtype, "rank": rank, **extra}
+        return name
+
+    def input(self, name: str, shape, role: str, dtype: str = "float32", rank: int = 0,
+              range: tuple[int, int] | None = None) -> str:
+        extra = {"role": role, **({"range": list(range)} if range else {})}
+        self.obj["inputs"].append(self._tensor(name, shape, dtype, rank, **extra))
+        return name
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self.obj["tensors"][name]["shape"])
+
+    def node(self, target: str, inputs: list[str | None], outputs: list[str] | str, *,
+             rank: int = 0, group: list[int] | None = None, dtype: str | None = None,
+             name: str | None = None, **attrs) -> list[str] | str:
+        """Add a node; ``outputs`` names its results (a str for a single one)."""
+        op = REGISTRY.get(target)
+        if op is None:
+            raise UnsupportedOp(f"unsupported op '{target}' (not in the operator registry)")
+        full = {**op.attrs, **attrs, "_symbolic": False, "_group": group}
+        shapes = [self.shape(t) if t is not None else None for t in inputs]
+        try:
+            out_shapes = op.shape(shapes, full)
+        except (ShapeError, TypeError, KeyError, ValueError) as e:
+            raise ValueError(f"{target} on {shapes}: {e}") from None
+        single = isinstance(outputs, str)
+        outs = [outputs] if single else list(outputs)
+        if len(outs) != len(out_shapes):
+            raise ValueError(f"{target} gives {len(out_shapes)} outputs, {len(outs)} named")
+        ranks = group if group is not None and not op.p2p else ([group[1]] if op.p2p else [rank] * len(outs))
+        for t, s, r in zip(outs, out_shapes, ranks):
+            src = next((x for x in inputs if x is not None), None)
+            dt = dtype or (self.obj["tensors"][src]["dtype"] if src else "float32")
+            self._tensor(t, s, dt, r)
+        node: dict[str, Any] = {"name": name or f"n{len(self.obj['nodes'])}", "target": target,
+                                "inputs": list(inputs), "outputs": outs, "attrs": attrs}
+        node.update({"group": list(group)} if group is not None else {"rank": rank})
+        self.obj["nodes"].append(node)
+        return outputs if single else outs
+
+    def output(self, *names: str) -> None:
+        self.obj["outputs"].extend(names)
+
+    def build(self, where: str = "<built>") -> dict[str, Any]:
+        """The JSON value, validated."""
+        parse_graph(self.obj, where)
+        return self.obj
