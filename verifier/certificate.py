@@ -1,0 +1,46 @@
+"""Writing certificates (format: docs/certificates.md); ``certificates.replay`` reads them."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from typing import Any
+
+from certificates import FORMAT, VERSION
+from certificates.limits import canonical_bytes
+
+from . import __version__
+from .direct import Result
+
+
+def artifact(aid: str, value: Any) -> dict[str, Any]:
+    """An embedded artifact with the sha256 of its canonical JSON bytes."""
+    return {"id": aid, "kind": "graph", "sha256": hashlib.sha256(canonical_bytes(value)).hexdigest(),
+            "embedded": value}
+
+
+def refinement_certificate(r: Result) -> dict[str, Any]:
+    """The certificate of a verified whole-graph refinement."""
+    if not r.verified:
+        raise ValueError("only verified results get a certificate")
+    cid = r.case.name
+    return {
+        "format": FORMAT, "version": VERSION,
+        "header": {"tool": "pvcert", "tool_version": __version__, "engine": "whole-graph",
+                   "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
+        "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl)]},
+        "claims": [{"id": cid, "kind": "refinement", "spec": "spec", "impl": "impl",
+                    "input_relation": {k: [str(t) for t in v] for k, v in r.inputs.items()},
+                    "output_relation": {k: [str(t) for t in v] for k, v in r.expect.items()}}],
+        "evidence": {cid: {"method": "whole-graph", "seconds": round(r.seconds, 4),
+                           "obligations": [{"spec": o.spec, "expr": o.expr, "elements": o.elements,
+                                            "methods": o.methods} for o in r.outcomes]}},
+        "verdict": "ACCEPT",
+    }
+
+
+def write(cert: dict[str, Any], path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(cert, f, indent=1, sort_keys=False)
+        f.write("\n")

@@ -1,0 +1,118 @@
+"""The ``pvcert`` command. Exit codes (docs/exit-codes.md): 0 verified/ACCEPT,
+1 refuted or not proved/REJECT, 2 malformed input, 3 resource limit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from certificates import cli as checker_cli
+from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError
+from certificates.limits import Limits
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from . import certificate, direct
+    from .case import load_case
+
+    case = load_case(args.case)
+    r = direct.verify(case, seed=args.seed, limits=Limits(seconds=args.timeout))
+    print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
+          f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops)")
+    if r.counterexample:
+        print(f"REJECT: numeric test: {r.counterexample}")
+        return REJECT
+    for o in r.outcomes:
+        how = ", ".join(f"{k} {m}" for m, k in sorted(o.methods.items()))
+        print(f"  {o.spec} = {o.expr}: {'proved' if o.holds else 'FAILED'} ({o.elements} elements"
+              f"{': ' + how if how else ''}){'' if o.holds else chr(10) + '    ' + o.failure}")
+    if not r.verified:
+        print(f"REJECT {case.name} ({r.seconds:.2f} s)")
+        return REJECT
+    if args.emit_cert:
+        certificate.write(certificate.refinement_certificate(r), args.emit_cert)
+        print(f"certificate written to {args.emit_cert}")
+    print(f"VERIFIED {case.name} ({r.seconds:.2f} s)")
+    return ACCEPT
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .ir import load_graph
+
+    for path in args.graphs:
+        g = load_graph(path)
+        colls = sum(1 for n in g.nodes if n.op.collective)
+        print(f"ok {path}: '{g.name}', world {g.world_size}, {len(g.nodes)} nodes "
+              f"({colls} collective), {len(g.tensors)} tensors")
+    return ACCEPT
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from certificates.ops import REGISTRY
+
+    for target in sorted(REGISTRY):
+        o = REGISTRY[target]
+        kind = "collective" if o.collective else "op"
+        print(f"{target:55s} {kind:10s} {' '.join(o.slots)}")
+    return ACCEPT
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args.quick, args.json)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pvcert", description="Proof-carrying verifier for distributed "
+                                "deep learning and GPU kernels.")
+    sub = p.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("verify", help="verify a case and optionally emit a certificate")
+    v.add_argument("case", help="case file (.json, or .py captured from PyTorch)")
+    v.add_argument("--emit-cert", metavar="FILE", help="write the certificate here")
+    v.add_argument("--seed", type=int, default=0, help="seed of the numeric test")
+    v.add_argument("--timeout", type=float, default=Limits.seconds, help="wall-clock limit in seconds")
+    v.set_defaults(run=cmd_verify)
+    r = sub.add_parser("replay", help="re-check a certificate with the independent checker")
+    checker_cli.add_arguments(r)
+    r.set_defaults(run=checker_cli.run)
+    g = sub.add_parser("validate", help="validate graph IR files")
+    g.add_argument("graphs", nargs="+")
+    g.set_defaults(run=cmd_validate)
+    o = sub.add_parser("ops", help="list the operator registry")
+    o.set_defaults(run=cmd_ops)
+    b = sub.add_parser("bench", help="run the benchmarks; prints a table and writes JSON")
+    b.add_argument("--quick", action="store_true", help="small sizes only (as in CI)")
+    b.add_argument("--json", default="bench/results/foundation.json", help="where to write results")
+    b.set_defaults(run=cmd_bench)
+    for sp in (v, g, o, b):
+        sp.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "replay":
+        return args.run(args)
+    try:
+        return args.run(args)
+    except CheckError as e:
+        if args.debug:
+            traceback.print_exc()
+        word = {MALFORMED: "MALFORMED", LIMIT: "LIMIT"}.get(e.exit_code, "REJECT")
+        print(f"pvcert {args.command}: {word}: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"pvcert {args.command}: interrupted", file=sys.stderr)
+        return LIMIT
+    except Exception as e:
+        if args.debug:
+            raise
+        print(f"pvcert {args.command}: internal error ({type(e).__name__}: {e}); rerun with --debug "
+              "and report it", file=sys.stderr)
+        return MALFORMED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
