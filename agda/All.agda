@@ -1,0 +1,4 @@
+{-# OPTIONS --safe --without-K #-}
+module All where
+import Confluence.Mask
+import Confluence.Lang
