@@ -60,8 +60,8 @@ def lookup(target: str) -> Op | None:
 
 # ---------------------------------------------------------------- helpers
 
-def is_sym(a: np.ndarray) -> bool:
-    return a.dtype == object
+def is_sym(a) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == object
 
 
 def _dim(d: int, n: int) -> int:

@@ -93,7 +93,8 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
     for name in spec.inputs:
         first, *rest = rel[name]
         spec_env[name] = np.asarray(terms.evaluate(first, lambda r: impl_env[r]))
-        used.update(int(v) for v in _labels(first, impl, offset).ravel() if v >= 0)
+        for r in terms.refs(first):  # conservatively: every element of a defining tensor
+            used.update(range(offset[r], offset[r] + impl_env[r].size))
         for t in rest:
             labels = _labels(t, impl, offset)
             for lab, val in zip(labels.ravel(), spec_env[name].ravel()):
@@ -175,7 +176,14 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
     outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
     for point, s_env, i_env in integer_assignments(spec, impl, spec_env, impl_env, limits):
         s_vals = evaluate(spec, s_env, True, limits)
-        i_vals = evaluate(impl, i_env, True, limits)
+        try:
+            i_vals = evaluate(impl, i_env, True, limits)
+        except Unsupported as e:
+            if not point:
+                raise
+            for o in outcomes.values():
+                o.failure = o.failure or f"impl fails at integer inputs {point}: {e}"
+            break
         for s, ts in outputs.items():
             for t in ts:
                 o = outcomes[(s, str(t))]

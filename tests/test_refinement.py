@@ -1,0 +1,189 @@
+"""Whole-graph refinement on hand-built Megatron-style graphs: proofs and real bug classes."""
+
+import pytest
+
+from certificates import refinement
+from certificates.errors import Malformed, Unsupported
+from certificates.graph import parse_graph
+from verifier import direct
+from verifier.case import Case
+from verifier.ir import GraphBuilder
+
+AR = "_c10d_functional.all_reduce.default"
+AG = "_c10d_functional.all_gather_into_tensor.default"
+RS = "_c10d_functional.reduce_scatter_tensor.default"
+
+
+def run(spec, impl, rin, expect):
+    r = direct.verify(Case("t", spec.build(), impl.build(), rin, expect))
+    return r
+
+
+def sp_linear(w: int, collective: str = AG):
+    """Sequence parallel: gather the sequence shards, then a replicated linear."""
+    s = GraphBuilder("linear")
+    s.input("X", [2 * w, 3], "activation")
+    s.input("A", [2, 3], "parameter")
+    s.node("aten.linear.default", ["X", "A"], "Y")
+    s.output("Y")
+    g = GraphBuilder("sp_linear", w)
+    for r in range(w):
+        g.input(f"x@r{r}", [2, 3], "activation", rank=r)
+        g.input(f"a@r{r}", [2, 3], "parameter", rank=r)
+    g.node(collective, [f"x@r{r}" for r in range(w)], [f"xf@r{r}" for r in range(w)], group=list(range(w)))
+    for r in range(w):
+        g.node("aten.linear.default", [f"xf@r{r}", f"a@r{r}"], f"y@r{r}", rank=r)
+        g.output(f"y@r{r}")
+    rin = {"X": [f"concat({', '.join(f'x@r{r}' for r in range(w))}, dim=0)"], "A": [f"a@r{r}" for r in range(w)]}
+    return s, g, rin, {"Y": [f"y@r{r}" for r in range(w)]}
+
+
+@pytest.mark.parametrize("w", [2, 4])
+def test_sequence_parallel_all_gather(w):
+    r = run(*sp_linear(w))
+    assert r.verified, [o.failure for o in r.outcomes]
+    assert sum(o.elements for o in r.outcomes) == w * (2 * w * 2)
+
+
+def test_all_reduce_instead_of_all_gather_is_rejected():
+    s, g, rin, expect = sp_linear(2)
+    g.obj["nodes"][0]["target"] = AR          # sums the shards instead of concatenating
+    for r in range(2):
+        g.obj["tensors"][f"xf@r{r}"]["shape"] = [2, 3]
+        g.obj["tensors"][f"y@r{r}"]["shape"] = [2, 2]
+    with pytest.raises(Malformed, match=r"has shape \[2, 2\], 'Y' has \[4, 2\]"):
+        run(s, g, rin, expect)
+
+
+def reduce_scatter_case(scale: float | None = None):
+    """Row-parallel linear followed by reduce_scatter (Megatron SP); optional stray scaling."""
+    s = GraphBuilder("linear")
+    s.input("X", [4, 4], "activation")
+    s.input("W", [3, 4], "parameter")
+    s.node("aten.linear.default", ["X", "W"], "Y")
+    s.output("Y")
+    g = GraphBuilder("rp_rs", 2)
+    for r in range(2):
+        g.input(f"x@r{r}", [4, 2], "activation", rank=r)
+        g.input(f"w@r{r}", [3, 2], "parameter", rank=r)
+        g.node("aten.linear.default", [f"x@r{r}", f"w@r{r}"], f"p@r{r}", rank=r)
+        if scale is not None:
+            g.node("aten.mul.Tensor", [f"p@r{r}"], f"q@r{r}", rank=r, other=scale)
+    src = "q" if scale is not None else "p"
+    g.node(RS, [f"{src}@r0", f"{src}@r1"], ["y@r0", "y@r1"], group=[0, 1])
+    g.output("y@r0", "y@r1")
+    rin = {"X": ["concat(x@r0, x@r1, dim=1)"], "W": ["concat(w@r0, w@r1, dim=1)"]}
+    return s, g, rin, {"Y": ["concat(y@r0, y@r1, dim=0)"]}
+
+
+def test_reduce_scatter_proved_and_wrong_scale_rejected():
+    assert run(*reduce_scatter_case()).verified
+    r = run(*reduce_scatter_case(scale=0.5))  # a stray "/ tp": not clean, and wrong
+    assert not r.verified and "Y[" in r.counterexample
+
+
+def test_partial_input_relation():
+    s = GraphBuilder("id")
+    s.input("G", [2, 2], "gradient")
+    s.node("aten.mul.Tensor", ["G"], "H", other=2.0)
+    s.output("H")
+    g = GraphBuilder("ar", 2)
+    for r in range(2):
+        g.input(f"g@r{r}", [2, 2], "gradient", rank=r)
+    g.node(AR, ["g@r0", "g@r1"], ["s@r0", "s@r1"], group=[0, 1])
+    for r in range(2):
+        g.node("aten.add.Tensor", [f"s@r{r}", f"s@r{r}"], f"h@r{r}", rank=r)
+    r = run(s, g, {"G": ["sum(g@r0, g@r1)"]}, {"H": ["h@r0", "h@r1"]})
+    assert r.verified
+
+
+def vocab_parallel_embedding(check_upper: bool = True):
+    """Megatron's VocabParallelEmbedding: mask out-of-shard ids, look up, all_reduce."""
+    V, D, T = 4, 2, 2
+    s = GraphBuilder("embedding")
+    s.input("E", [V, D], "parameter")
+    s.input("I", [T], "index", dtype="int64", range=(0, V))
+    s.node("aten.embedding.default", ["E", "I"], "Y")
+    s.output("Y")
+    g = GraphBuilder("vocab_parallel_embedding", 2)
+    for r in range(2):
+        lo, hi = r * V // 2, (r + 1) * V // 2
+        e, i = g.input(f"e@r{r}", [V // 2, D], "parameter", rank=r), \
+            g.input(f"i@r{r}", [T], "index", dtype="int64", rank=r, range=(0, V))
+        g.node("aten.lt.Scalar", [i], f"below@r{r}", rank=r, other=lo, dtype="bool")
+        if check_upper:
+            g.node("aten.ge.Scalar", [i], f"above@r{r}", rank=r, other=hi, dtype="bool")
+            g.node("aten.bitwise_or.Tensor", [f"below@r{r}", f"above@r{r}"], f"mask@r{r}", rank=r)
+        else:  # the bug: ids past the shard are not masked
+            g.node("aten.clone.default", [f"below@r{r}"], f"mask@r{r}", rank=r)
+        g.node("aten.sub.Tensor", [i], f"local@r{r}", rank=r, other=lo)
+        g.node("aten.masked_fill.Scalar", [f"local@r{r}", f"mask@r{r}"], f"safe@r{r}", rank=r, value=0)
+        g.node("aten.embedding.default", [e, f"safe@r{r}"], f"rows@r{r}", rank=r)
+        g.node("aten.unsqueeze.default", [f"mask@r{r}"], f"m2@r{r}", rank=r, dim=-1)
+        g.node("aten.masked_fill.Scalar", [f"rows@r{r}", f"m2@r{r}"], f"part@r{r}", rank=r, value=0.0)
+    g.node(AR, ["part@r0", "part@r1"], ["y@r0", "y@r1"], group=[0, 1])
+    g.output("y@r0", "y@r1")
+    rin = {"E": ["concat(e@r0, e@r1, dim=0)"], "I": ["i@r0", "i@r1"]}
+    return s, g, rin, {"Y": ["y@r0", "y@r1"]}
+
+
+def test_vocab_parallel_embedding_enumerates_ids():
+    r = run(*vocab_parallel_embedding())
+    assert r.verified
+    # 4 ids ^ 2 positions = 16 assignments, 2 equations of 4 elements each
+    assert {o.elements for o in r.outcomes} == {16 * 4}
+
+
+def test_vocab_parallel_embedding_unmasked_upper_bound_rejected():
+    s, g, rin, expect = vocab_parallel_embedding(check_upper=False)
+    spec, impl = parse_graph(s.build(), "s"), parse_graph(g.build(), "g")
+    outs = refinement.check(spec, impl, refinement.parse_relation(rin, spec, impl, "r", True),
+                            refinement.parse_relation(expect, spec, impl, "e", False))
+    assert not outs[0].holds and "integer inputs" in outs[0].failure
+
+
+def test_softmax_over_unsharded_dim_and_layernorm():
+    s = GraphBuilder("attn_probs")
+    s.input("X", [4, 3], "activation")
+    s.node("aten._softmax.default", ["X"], "P", dim=1, half_to_float=False)
+    s.node("aten.native_layer_norm.default", ["P", None, None], ["L", "mu", "rs"], normalized_shape=[3], eps=1e-5)
+    s.output("L")
+    g = GraphBuilder("attn_probs_tp", 2)
+    for r in range(2):
+        g.input(f"x@r{r}", [2, 3], "activation", rank=r)
+        g.node("aten._softmax.default", [f"x@r{r}"], f"p@r{r}", rank=r, dim=-1, half_to_float=False)
+        g.node("aten.native_layer_norm.default", [f"p@r{r}", None, None], [f"l@r{r}", f"m@r{r}", f"s@r{r}"],
+               rank=r, normalized_shape=[3], eps=1e-5)
+    r = run(s, g, {"X": ["concat(x@r0, x@r1, dim=0)"]}, {"L": ["concat(l@r0, l@r1, dim=0)"]})
+    assert r.verified
+
+
+def test_softmax_over_sharded_dim_is_rejected():
+    s = GraphBuilder("softmax")
+    s.input("X", [2, 4], "activation")
+    s.node("aten._softmax.default", ["X"], "P", dim=1, half_to_float=False)
+    s.output("P")
+    g = GraphBuilder("softmax_local", 2)
+    for r in range(2):
+        g.input(f"x@r{r}", [2, 2], "activation", rank=r)
+        g.node("aten._softmax.default", [f"x@r{r}"], f"p@r{r}", rank=r, dim=1, half_to_float=False)
+    r = run(s, g, {"X": ["concat(x@r0, x@r1, dim=1)"]}, {"P": ["concat(p@r0, p@r1, dim=1)"]})
+    assert not r.verified and r.counterexample.startswith("P[")
+
+
+def test_relation_that_constrains_an_element_twice_is_unsupported():
+    s, g, rin, expect = sp_linear(2)
+    rin = dict(rin, A=["a@r0", "a@r0"])
+    with pytest.raises(Unsupported, match="constrains a@r0 element 0 twice"):
+        run(s, g, rin, expect)
+
+
+def test_relation_errors_are_malformed():
+    s, g, rin, expect = sp_linear(2)
+    for bad, msg in [({**rin, "Z": ["x@r0"]}, "'Z' is not a tensor of spec graph"),
+                     ({"X": rin["X"]}, "spec input 'A' has no relation"),
+                     ({**rin, "A": ["y@r0"]}, "'y@r0' is not an input of impl graph"),
+                     ({**rin, "A": ["concat(a@r0, a@r1, dim=0)"]}, r"has shape \[4, 3\], 'A' has \[2, 3\]"),
+                     ({**rin, "A": ["slice(a@r0, dim=0, start=0, end=9)"]}, "out of range")]:
+        with pytest.raises(Malformed, match=msg):
+            run(s, g, bad, expect)
