@@ -90,8 +90,10 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
                                      f"{where}: output_relation", False, limits)
     if evidence.get("method") != "whole-graph":
         raise Rejected(f"evidence method {evidence.get('method')!r} is not known to this checker")
-    claimed = {(o.get("spec"), o.get("expr")): o.get("elements")
-               for o in _field(evidence, "obligations", list, where) if isinstance(o, dict)}
+    claimed = {}
+    for o in _field(evidence, "obligations", list, where):
+        key = (_field(o, "spec", str, f"{where}: obligation"), _field(o, "expr", str, f"{where}: obligation"))
+        claimed[key] = _field(o, "elements", int, f"{where}: obligation {key[0]} = {key[1]}")
     derived = {(s, str(t)) for s, ts in rout.items() for t in ts}
     if set(claimed) != derived:
         extra = sorted(map(str, set(claimed) ^ derived))[:1]

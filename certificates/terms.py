@@ -38,7 +38,7 @@ class Ref:
 class Call:
     fn: str
     args: tuple
-    kw: tuple  # sorted (key, value) pairs; list values stored as tuples
+    kw: tuple  # (key, value) pairs in the function's key order; list values stored as tuples
 
     def __str__(self) -> str:
         kws = [f"{k}={list(v) if isinstance(v, tuple) else v}".replace(" ", "") for k, v in self.kw]
@@ -47,15 +47,15 @@ class Call:
 
 Term = Ref | Call
 
-# function -> (min args, max args (None = any), required keys, optional keys)
-FUNCTIONS: dict[str, tuple[int, int | None, set[str], set[str]]] = {
-    "concat": (1, None, {"dim"}, set()),
-    "slice": (1, 1, {"dim", "start", "end"}, {"step"}),
-    "pad": (1, 1, {"dim", "before", "after"}, set()),
-    "permute": (1, 1, {"dims"}, set()),
-    "transpose": (1, 1, {"dim0", "dim1"}, set()),
-    "reshape": (1, 1, {"shape"}, set()),
-    "sum": (1, None, set(), set()),
+# function -> (min args, max args (None = any), required keys, optional keys), keys in print order
+FUNCTIONS: dict[str, tuple[int, int | None, tuple[str, ...], tuple[str, ...]]] = {
+    "concat": (1, None, ("dim",), ()),
+    "slice": (1, 1, ("dim", "start", "end"), ("step",)),
+    "pad": (1, 1, ("dim", "before", "after"), ()),
+    "permute": (1, 1, ("dims",), ()),
+    "transpose": (1, 1, ("dim0", "dim1"), ()),
+    "reshape": (1, 1, ("shape",), ()),
+    "sum": (1, None, (), ()),
 }
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]+)|(.))")
 
@@ -129,9 +129,9 @@ def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
         lo, hi, req, opt = FUNCTIONS[name]
         if len(args) < lo or (hi is not None and len(args) > hi):
             fail(f"{name} takes {lo}..{hi or 'n'} terms, got {len(args)}")
-        if not req <= set(kw) <= req | opt:
-            fail(f"{name} needs keys {sorted(req)}{' (optional ' + str(sorted(opt)) + ')' if opt else ''}")
-        return Call(name, tuple(args), tuple(sorted(kw.items())))
+        if not set(req) <= set(kw) <= set(req + opt):
+            fail(f"{name} needs keys {list(req)}{' (optional ' + str(list(opt)) + ')' if opt else ''}")
+        return Call(name, tuple(args), tuple((k, kw[k]) for k in req + opt if k in kw))
 
     t = term(0)
     if pos != len(toks):
