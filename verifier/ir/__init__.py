@@ -26,9 +26,17 @@ def load_graph(path: str) -> Graph:
 
 
 def save_graph(obj: dict[str, Any], path: str) -> None:
+    """Write a graph with one line per tensor and per node (diff- and review-friendly)."""
+    def block(items: list[str], open_: str, close: str) -> str:
+        return open_ + ("\n  " + ",\n  ".join(items) + "\n " if items else "") + close
+
+    head = {k: v for k, v in obj.items() if k not in ("tensors", "nodes")}
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}" for k, v in head.items()]
+    lines.append(' "tensors": ' + block([f"{json.dumps(k)}: {json.dumps(v)}" for k, v in obj["tensors"].items()],
+                                        "{", "}"))
+    lines.append(' "nodes": ' + block([json.dumps(n) for n in obj["nodes"]], "[", "]"))
     with open(path, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
+        f.write("{\n" + ",\n".join(lines) + "\n}\n")
 
 
 class GraphBuilder:
