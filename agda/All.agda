@@ -2,3 +2,5 @@
 module All where
 import Confluence.Mask
 import Confluence.Lang
+import Confluence.Abstract
+import Confluence.Diamond
