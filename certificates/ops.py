@@ -234,28 +234,33 @@ def _other(xs, a):
     return _lift(xs[0], _scalar(a["other"]))
 
 
-def _binary(targets: str, fn: Callable, alpha: bool = False) -> None:
+def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False) -> None:
     attrs = {"other": None, **({"alpha": 1} if alpha else {})}
 
     @op(targets, "self other?", attrs, shape=_binary_shape)
     def run(xs, a):
-        o = _other(xs, a)
-        if alpha and a["alpha"] != 1:
-            o = o * _lift(xs[0], _scalar(a["alpha"]))
-        return [np.asarray(fn(xs[0], o))]
+        x, o = xs[0], _other(xs, a)
+        if alpha and a["alpha"] != 1:  # alpha scales the subtrahend: self for rsub, other otherwise
+            if rsub:
+                x = x * _lift(x, _scalar(a["alpha"]))
+            else:
+                o = o * _lift(xs[0], _scalar(a["alpha"]))
+        return [np.asarray(fn(x, o))]
 
 
 _binary("aten.add.Tensor aten.add.Scalar", lambda x, y: x + y, alpha=True)
 _binary("aten.sub.Tensor aten.sub.Scalar", lambda x, y: x - y, alpha=True)
-_binary("aten.rsub.Scalar aten.rsub.Tensor", lambda x, y: y - x, alpha=True)
+_binary("aten.rsub.Scalar aten.rsub.Tensor", lambda x, y: y - x, alpha=True, rsub=True)
 _binary("aten.mul.Tensor aten.mul.Scalar", lambda x, y: x * y)
 _binary("aten.div.Tensor aten.div.Scalar", lambda x, y: x / y)
 _binary("aten.maximum.default", _maximum)
 for _n, _f in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                "eq": np.equal, "ne": np.not_equal}.items():
     _binary(f"aten.{_n}.Tensor aten.{_n}.Scalar", lambda x, y, f=_f: _concrete(f, x, y))
-_binary("aten.bitwise_or.Tensor aten.logical_or.default", lambda x, y: _concrete(np.logical_or, x, y))
-_binary("aten.bitwise_and.Tensor aten.logical_and.default", lambda x, y: _concrete(np.logical_and, x, y))
+_binary("aten.logical_or.default", lambda x, y: _concrete(np.logical_or, x, y))
+_binary("aten.logical_and.default", lambda x, y: _concrete(np.logical_and, x, y))
+_binary("aten.bitwise_or.Tensor", lambda x, y: _concrete(np.bitwise_or, x, y))  # bits of integers
+_binary("aten.bitwise_and.Tensor", lambda x, y: _concrete(np.bitwise_and, x, y))
 
 
 def _concrete(fn, x, y):
@@ -461,7 +466,7 @@ op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape)(
 
 
 def _cat_shape(shapes, a):
-    shapes = [s for s in shapes if s != (0,)]  # legacy empty tensors are skipped, as in ATen
+    shapes = [s for s in shapes if s != (0,)] or shapes  # legacy empty tensors are skipped, as in ATen
     if not shapes:
         raise ShapeError("cat of no tensors")
     d = _dim(a["dim"], len(shapes[0]))
@@ -471,8 +476,12 @@ def _cat_shape(shapes, a):
     return [shapes[0][:d] + (sum(s[d] for s in shapes),) + shapes[0][d + 1:]]
 
 
-op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True)(
-    lambda xs, a: [np.concatenate(xs, axis=_dim(a["dim"], xs[0].ndim))])
+def _cat(xs, a):
+    xs = [x for x in xs if x.shape != (0,)] or xs  # legacy empty tensors, as in the shape rule
+    return [np.concatenate(xs, axis=_dim(a["dim"], xs[0].ndim))]
+
+
+op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True)(_cat)
 
 
 def _split_sizes(s, a) -> list[int]:
@@ -480,6 +489,10 @@ def _split_sizes(s, a) -> list[int]:
     if "split_sizes" in a:
         sizes = list(a["split_sizes"])
     else:
+        if "chunks" in a and (not isinstance(a["chunks"], int) or a["chunks"] < 1):
+            raise ShapeError(f"chunks {a['chunks']!r}")
+        if "chunks" in a and s[d] == 0:  # ATen: that many empty chunks
+            return [0] * a["chunks"]
         n = a["split_size"] if "split_size" in a else -(-s[d] // a["chunks"])
         if not isinstance(n, int) or n < 1:
             raise ShapeError(f"split size {n!r}")
@@ -672,8 +685,9 @@ def _nll_forward(xs, a):
     if len(xs) > 2 and xs[2] is not None:
         raise ShapeError("class weights are not supported")
     loss, count = _nll(xs[0], xs[1], a)
-    w = _lift(xs[0], count)
-    return [_reduction(loss, w, a["reduction"]), np.asarray(w)]
+    w = _lift(xs[0], to_fraction(count))
+    total_weight = w if a["reduction"] or xs[0].ndim == 1 else _lift(xs[0], to_fraction(0))  # as ATen
+    return [_reduction(loss, w, a["reduction"]), np.asarray(total_weight)]
 
 
 op("aten.nll_loss_forward.default", "self target weight?", {"reduction": 1, "ignore_index": -100},
@@ -689,7 +703,7 @@ def _cross_entropy(xs, a):
 
 
 @op("aten.mse_loss.default", "self target", {"reduction": 1},
-    shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else ()])
+    shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])  # operands must broadcast
 def _mse(xs, a):
     d = xs[0] - xs[1]
     return [_reduction(d * d, _lift(d, d.size), a["reduction"])]
@@ -790,8 +804,12 @@ def _src(a) -> int:
     return a["_group"].index(a["src"])
 
 
-_coll("_c10d_functional.broadcast.default", {"src": REQ},
-      lambda s, a: [_same_shapes(s)] * len(s) if _src(a) is not None else [])(
+def _broadcast_shape(shapes, a):
+    _src(a)
+    return [_same_shapes(shapes)] * len(shapes)
+
+
+_coll("_c10d_functional.broadcast.default", {"src": REQ}, _broadcast_shape)(
     lambda xs, a: [xs[_src(a)]] * len(xs))
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
 op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
