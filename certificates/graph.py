@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -304,8 +304,8 @@ def _check_shapes(node: Node, tensors: dict, where: str) -> None:
 
 
 def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool,
-             limits: Limits = DEFAULT, keep: Callable[[str], bool] | None = None) -> dict[str, np.ndarray]:
-    """Run ``g`` on input values; returns every tensor's value (or those ``keep`` selects)."""
+             limits: Limits = DEFAULT) -> dict[str, np.ndarray]:
+    """Run ``g`` on input values (symbolic or numeric); returns every tensor's value."""
     vals = dict(env)
     for node in g.nodes:
         limits.tick()
@@ -321,4 +321,4 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool,
             if v.size > limits.max_elements:
                 raise LimitExceeded(f"{g.name}: tensor '{t}' has {v.size} elements (limit {limits.max_elements})")
             vals[t] = v
-    return vals if keep is None else {k: v for k, v in vals.items() if keep(k)}
+    return vals

@@ -294,9 +294,10 @@ def apply(fn: str, *args) -> Rat:
         if a.d.constant() == 1:
             return Rat(Poly({((), a.n.key()): Fraction(1)})) if not a.n.is_zero() else Rat.of(1)
     elif fn == "log":
-        (k, c), = a.n.t.items() if len(a.n.t) == 1 and a.d.constant() == 1 else ((None, None),)
-        if k is not None and c == 1 and not k[0] and k[1]:
-            return Rat(Poly(dict(k[1])))
+        if a.d.constant() == 1 and len(a.n.t) == 1:
+            ((mono, expo), c), = a.n.t.items()
+            if c == 1 and not mono and expo:  # log(exp(p)) = p
+                return Rat(Poly(dict(expo)))
         if a.constant() == 1:
             return Rat.of(0)
     elif fn == "max":
