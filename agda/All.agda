@@ -4,3 +4,4 @@ import Confluence.Mask
 import Confluence.Lang
 import Confluence.Abstract
 import Confluence.Diamond
+import Confluence.Corollaries
