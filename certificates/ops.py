@@ -814,3 +814,4 @@ _coll("_c10d_functional.broadcast.default", {"src": REQ}, _broadcast_shape)(
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
 op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
     lambda xs, a: [xs[0]])
+from . import ops_grad  # noqa: E402,F401

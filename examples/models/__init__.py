@@ -1,0 +1,1 @@
+"""Model code for capture tests and cases (sequential specs and their parallel versions)."""

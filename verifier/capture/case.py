@@ -1,0 +1,143 @@
+"""Verification cases written in Python (format: docs/capture.md).
+
+A case module defines ``CASE = CaptureCase(...)`` or ``make_case() -> CaptureCase``:
+the sequential model (spec), the per-rank implementation, the world size, the example
+input shapes, the input relation and the expectation. ``load_case(path)`` imports it,
+captures both sides and returns a ``Case`` whose graphs and relations are plain JSON
+values, checked exactly like a JSON case. Every problem raises ``Malformed(path, msg)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from certificates.errors import Malformed
+
+from .relations import resolve
+
+
+@dataclass
+class Case:
+    name: str
+    spec: dict
+    impl: dict
+    input_relation: dict[str, list[str]]
+    expect: dict[str, list[str]]
+
+
+@dataclass
+class CaptureCase:
+    """What a case module declares.
+
+    ``spec()`` builds the sequential model; ``impl(rank, world)`` builds rank ``rank``'s
+    module (or ``(module, call)``) with ``torch.distributed`` initialized for that rank.
+    ``inputs`` are the spec's example inputs (name -> shape / InputSpec); ``impl_inputs``
+    those of the implementation (a dict, or a function of the rank; default: ``inputs``).
+    ``input_relation`` and ``expect`` map spec tensor names to clean expressions, given
+    as strings or with ``shard`` / ``replicate`` / ``partial``. With ``backward``, the
+    graphs also compute gradients ``grad.<param>`` and ``grad.<input>`` from seeds
+    ``d_<output>`` (relate the seeds in ``input_relation``), or of ``loss`` when given.
+    """
+
+    name: str
+    spec: Callable[[], Any]
+    impl: Callable[[int, int], Any]
+    world_size: int
+    inputs: dict[str, Any]
+    input_relation: dict[str, Any]
+    expect: dict[str, Any]
+    impl_inputs: dict[str, Any] | Callable[[int], dict[str, Any]] | None = None
+    backward: bool = False
+    loss: Callable | None = None
+    loss_inputs: dict[str, Any] | None = None
+    impl_loss_inputs: dict[str, Any] | None = None
+    output_names: list[str] | None = None
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _import(path: str):
+    name = "pvcert_case_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise Malformed(path, "not a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path))))
+    added = []
+    for p in (os.getcwd(), root):   # case modules import examples.models from the repository
+        if p not in sys.path:
+            sys.path.insert(0, p)
+            added.append(p)
+    try:
+        spec.loader.exec_module(mod)
+    except Malformed:
+        raise
+    except Exception as e:
+        raise Malformed(path, f"importing the case module failed: {type(e).__name__}: "
+                              f"{_first_line(e)}") from None
+    finally:
+        for p in added:
+            sys.path.remove(p)
+    return mod
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return s.splitlines()[0][:300] if s else type(e).__name__
+
+
+def declared(path: str) -> CaptureCase:
+    mod = _import(path)
+    if hasattr(mod, "make_case"):
+        try:
+            c = mod.make_case()
+        except Exception as e:
+            raise Malformed(path, f"make_case() failed: {type(e).__name__}: {_first_line(e)}") from None
+    elif hasattr(mod, "CASE"):
+        c = mod.CASE
+    else:
+        raise Malformed(path, "a case module defines CASE or make_case()")
+    if not isinstance(c, CaptureCase):
+        raise Malformed(path, f"CASE must be a verifier.capture.case.CaptureCase, got {type(c).__name__}")
+    if not isinstance(c.world_size, int) or not 1 <= c.world_size <= 4096:
+        raise Malformed(path, f"world_size {c.world_size!r} must be an int in 1..4096")
+    return c
+
+
+def capture_case(c: CaptureCase, where: str = "") -> Case:
+    """Capture both sides of a declared case."""
+    import torch
+
+    from .api import capture_graph, capture_spmd
+    from .convert import CaptureError
+
+    where = where or c.name
+    kw = dict(backward=c.backward, loss=c.loss, output_names=c.output_names, **c.options)
+    try:
+        torch.manual_seed(c.seed)
+        spec = capture_graph(c.name + "_spec", c.spec(), c.inputs, loss_inputs=c.loss_inputs, **kw)
+        impl = capture_spmd(c.name + "_impl", c.impl, c.world_size,
+                            c.impl_inputs if c.impl_inputs is not None else c.inputs,
+                            loss_inputs=c.impl_loss_inputs or c.loss_inputs, **kw)
+    except CaptureError as e:
+        raise Malformed(where, f"capture failed: {e}") from None
+    rels = {}
+    for key, val in (("input_relation", c.input_relation), ("expect", c.expect)):
+        if not isinstance(val, dict):
+            raise Malformed(where, f"{key} must map spec tensor names to relations")
+        try:
+            rels[key] = {k: resolve(v, c.world_size) for k, v in val.items()}
+        except (TypeError, ValueError) as e:
+            raise Malformed(where, f"{key}: {e}") from None
+    return Case(c.name, spec.graph, impl.graph, rels["input_relation"], rels["expect"])
+
+
+def load_case(path: str) -> Case:
+    """Import a case module and capture it (see the module docstring)."""
+    if not os.path.isfile(path):
+        raise Malformed(path, "no such case file")
+    return capture_case(declared(path), where=path)

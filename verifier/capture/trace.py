@@ -1,0 +1,204 @@
+"""Tracing a module's forward (and backward) to a ``RankProgram`` with fake tensors.
+
+``capture_module`` runs ``make_fx(..., tracing_mode="fake")`` over
+``torch.func.functional_call`` and, for the backward, ``torch.autograd.grad`` of the
+outputs (with seed gradients ``d_<output>`` as graph inputs) or of a scalar loss, with
+respect to the parameters and the float inputs. This runs the real autograd engine,
+so custom ``torch.autograd.Function`` backwards (Megatron's copy/reduce regions) are
+what gets captured. Parameters and buffers become graph inputs named by their module
+path; gradients are outputs named ``grad.<name>``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from .convert import CaptureError, Converter, Input, RankProgram, dtype_name
+from .decomp import DECOMPOSITIONS
+from .dist import group_ranks, traceable_collectives
+
+
+@dataclass
+class InputSpec:
+    """An example input: its shape, dtype, role and (integer inputs) value range [lo, hi)."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype = torch.float32
+    role: str | None = None
+    range: tuple[int, int] | None = None
+
+    def role_name(self) -> str:
+        if self.role:
+            return self.role
+        return "activation" if self.dtype.is_floating_point else "index"
+
+    def example(self, device="cpu") -> torch.Tensor:
+        if self.dtype.is_floating_point:
+            return torch.zeros(self.shape, dtype=self.dtype, device=device)
+        lo = self.range[0] if self.range else 0
+        return torch.full(self.shape, lo, dtype=self.dtype, device=device)
+
+
+def as_spec(v) -> InputSpec:
+    if isinstance(v, InputSpec):
+        return v
+    if isinstance(v, torch.Tensor):
+        return InputSpec(tuple(v.shape), v.dtype)
+    if isinstance(v, (tuple, list)) and all(isinstance(x, int) for x in v):
+        return InputSpec(tuple(v))
+    if isinstance(v, dict):
+        return InputSpec(tuple(v["shape"]), v.get("dtype", torch.float32), v.get("role"),
+                         tuple(v["range"]) if v.get("range") else None)
+    raise CaptureError(f"bad input description {v!r} (a shape, a tensor, an InputSpec or a dict)")
+
+
+@dataclass
+class Captured:
+    program: RankProgram
+    gm: torch.fx.GraphModule
+    seconds: float
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _flat_out(out) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for x in out for t in _flat_out(x)]
+    if isinstance(out, dict):
+        return [t for x in out.values() for t in _flat_out(x)]
+    if hasattr(out, "to_tuple"):          # transformers ModelOutput
+        return _flat_out(out.to_tuple())
+    if out is None:
+        return []
+    raise CaptureError(f"module output of type {type(out).__name__} is not a tensor structure")
+
+
+def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward: bool = False,
+                   loss: Callable | None = None, loss_inputs: dict[str, Any] | None = None,
+                   output_names: list[str] | None = None, rank: int = 0, where: str = "",
+                   call: Callable | None = None, grad_inputs: bool = True,
+                   decompositions: dict | None = None) -> Captured:
+    """Trace ``module(**inputs)`` (forward, or forward + backward) into a ``RankProgram``.
+
+    ``inputs`` maps argument names to shapes / ``InputSpec``s / example tensors, passed
+    as keyword arguments (or to ``call(module, **inputs)`` when given). With ``loss``,
+    the backward differentiates ``loss(output, **loss_inputs)``; otherwise it feeds a
+    seed gradient input ``d_<output>`` per float output.
+    """
+    where = where or type(module).__name__
+    specs = {k: as_spec(v) for k, v in inputs.items()}
+    lspecs = {k: as_spec(v) for k, v in (loss_inputs or {}).items()}
+    params = [(k, p) for k, p in module.named_parameters() if p.requires_grad or not backward]
+    frozen = [(k, p) for k, p in module.named_parameters() if backward and not p.requires_grad]
+    buffers = list(module.named_buffers()) + frozen
+    device = next((p.device for _, p in params), torch.device("cpu"))
+    call = call or (lambda m, **kw: m(**kw))
+    n_p, n_b, n_in = len(params), len(buffers), len(specs)
+    names_in = list(specs)
+    names_l = list(lspecs)
+    out_names: list[str] = []
+    diff_inputs = [k for k in names_in if specs[k].dtype.is_floating_point] if grad_inputs else []
+
+    def fn(*flat):
+        ps = list(flat[:n_p])
+        bs = list(flat[n_p:n_p + n_b])
+        xs = dict(zip(names_in, flat[n_p + n_b:n_p + n_b + n_in]))
+        rest = list(flat[n_p + n_b + n_in:])
+        if backward:
+            ps = [p.requires_grad_(True) for p in ps]
+            for k in diff_inputs:
+                xs[k] = xs[k].requires_grad_(True)
+        state = {k: v for (k, _), v in zip(params, ps)}
+        state.update({k: v for (k, _), v in zip(buffers, bs)})
+        with torch.nn.utils.stateless._reparametrize_module(module, state):
+            out = call(module, **xs)
+        outs = _flat_out(out)
+        if not backward:
+            return outs
+        wrt = ps + [xs[k] for k in diff_inputs]
+        if loss is not None:
+            lval = loss(out, **dict(zip(names_l, rest)))
+            grads = torch.autograd.grad(lval, wrt, allow_unused=True)
+            outs = outs + [lval]
+        else:
+            seeds = rest[len(names_l):]
+            pairs = [(o, s) for o, s in zip(outs, seeds) if o.requires_grad]
+            grads = torch.autograd.grad([o for o, _ in pairs], wrt, [s for _, s in pairs],
+                                        allow_unused=True)
+        return outs + [g for g in grads if g is not None], [g is not None for g in grads]
+
+    example = [p.detach() for _, p in params] + [b.detach() for _, b in buffers]
+    example += [specs[k].example(device) for k in names_in]
+    example += [lspecs[k].example(device) for k in names_l]
+    t0 = time.perf_counter()
+    # Probe the forward once to learn the outputs (names and seed shapes).
+    with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fake = [mode.from_tensor(x) for x in example]
+        with traceable_collectives(), torch.no_grad():
+            xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
+            with torch.nn.utils.stateless._reparametrize_module(
+                    module, {**{k: v for (k, _), v in zip(params, fake)},
+                             **{k: v for (k, _), v in zip(buffers, fake[n_p:])}}):
+                probe = _flat_out(call(module, **xs))
+    n_out = len(probe)
+    if output_names is None:
+        output_names = ["out"] if n_out == 1 else [f"out{i}" for i in range(n_out)]
+    if len(output_names) != n_out:
+        raise CaptureError(f"{where}: {n_out} outputs but {len(output_names)} output names")
+    seed_specs = []
+    if backward and loss is None:
+        seed_specs = [(f"d_{nm}", InputSpec(tuple(o.shape), o.dtype, "gradient"))
+                      for nm, o in zip(output_names, probe) if o.dtype.is_floating_point]
+        example += [s.example(device) for _, s in seed_specs]
+    used = {}
+
+    def traced(*flat):
+        res = fn(*flat)
+        if backward:
+            res, mask = res
+            used["mask"] = mask
+        return res
+
+    try:
+        with traceable_collectives():
+            gm = make_fx(traced, tracing_mode="fake", decomposition_table=decompositions or DECOMPOSITIONS,
+                         _allow_non_fake_inputs=True)(*example)
+    except CaptureError:
+        raise
+    except Exception as e:  # data-dependent control flow, fake-tensor gaps, ...
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CaptureError(f"{where}: tracing failed: {type(e).__name__}: {msg[:300]}") from e
+    t1 = time.perf_counter()
+    in_specs = [Input(k, tuple(p.shape), dtype_name(p.dtype, where), "parameter") for k, p in params]
+    in_specs += [Input(k, tuple(b.shape), dtype_name(b.dtype, where), "buffer") for k, b in buffers]
+    for k in names_in:
+        s = specs[k]
+        _range_ok(k, s, where)
+        in_specs.append(Input(k, s.shape, dtype_name(s.dtype, where), s.role_name(), s.range))
+    for k in names_l:
+        s = lspecs[k]
+        _range_ok(k, s, where)
+        in_specs.append(Input(k, s.shape, dtype_name(s.dtype, where), s.role or "label", s.range))
+    in_specs += [Input(k, s.shape, dtype_name(s.dtype, where), "gradient") for k, s in seed_specs]
+    outs = list(output_names)
+    if backward:
+        if loss is not None:
+            outs.append("loss")
+        wrt_names = [k for k, _ in params] + diff_inputs
+        outs += [f"grad.{k}" for k, m in zip(wrt_names, used["mask"]) if m]
+    conv = Converter(gm, rank, where, in_specs, outs, group_ranks)
+    prog = conv.run()
+    t2 = time.perf_counter()
+    stats = {"trace_s": t1 - t0, "convert_s": t2 - t1, "fx_nodes": len(gm.graph.nodes)}
+    return Captured(prog, gm, t2 - t0, stats)
+
+
+def _range_ok(name: str, s: InputSpec, where: str) -> None:
+    if not s.dtype.is_floating_point and s.dtype != torch.bool and s.range is None:
+        raise CaptureError(f"{where}: integer input '{name}' needs a value range (lo, hi)")
