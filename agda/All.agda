@@ -5,3 +5,4 @@ import Confluence.Lang
 import Confluence.Abstract
 import Confluence.Diamond
 import Confluence.Corollaries
+import ShapeReduction.SIMD
