@@ -57,7 +57,8 @@ FUNCTIONS: dict[str, tuple[int, int | None, tuple[str, ...], tuple[str, ...]]] =
     "reshape": (1, 1, ("shape",), ()),
     "sum": (1, None, (), ()),
 }
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]+)|(.))")
+_LIST_KEYS = {"dims", "shape"}  # every other key takes an integer
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]+)|(\S))")
 
 
 def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
@@ -118,6 +119,8 @@ def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
                 eat("sym", "=")
                 if key in kw:
                     fail(f"repeated key '{key}'")
+                if peek("[") != (key in _LIST_KEYS):
+                    fail(f"key '{key}' takes {'a list' if key in _LIST_KEYS else 'an integer'}")
                 kw[key] = value()
             elif kw:
                 fail("positional argument after a keyword")
