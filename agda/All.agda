@@ -6,3 +6,4 @@ import Confluence.Abstract
 import Confluence.Diamond
 import Confluence.Corollaries
 import ShapeReduction.SIMD
+import ShapeReduction.Reduction
