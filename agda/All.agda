@@ -7,3 +7,5 @@ import Confluence.Diamond
 import Confluence.Corollaries
 import ShapeReduction.SIMD
 import ShapeReduction.Reduction
+import Composition.Clean
+import Composition.Chain
