@@ -136,7 +136,7 @@ _relu_sym = np.frompyfunc(lambda v: apply("max", v, 0), 1, 1)
 
 
 def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if is_sym(a) or is_sym(b):
+    if is_sym(np.asarray(a)) or is_sym(np.asarray(b)):  # 0-d arithmetic may leave a bare Rat
         return np.frompyfunc(lambda x, y: apply("max", x, y), 2, 1)(a, b)
     return np.maximum(a, b)
 
@@ -317,6 +317,8 @@ def _red_shape(shapes, a):
 
 def _reduce(x, a, mean: bool):
     dims = _dims(a.get("dim"), x.ndim) if a.get("dim") not in (None, []) else list(range(x.ndim))
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: it reduces to itself, as in ATen
+        dims = []
     out = np.sum(x, axis=tuple(dims), keepdims=a.get("keepdim", False))
     if mean:
         n = math.prod(x.shape[d] for d in dims)

@@ -13,6 +13,7 @@ normalizes to zero: sound over the reals wherever the denominators are non-zero.
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from functools import lru_cache
 from typing import Callable
@@ -38,6 +39,11 @@ def to_fraction(x) -> Fraction:
     if not math.isfinite(f):
         raise Unsupported(f"non-finite constant {f}")
     return Fraction(int(f)) if f == int(f) and abs(f) < 2**53 else Fraction(repr(f))
+
+
+def _is_array(o) -> bool:
+    """A numpy array (0-d included): its own reflected operator then maps ``Rat`` over elements."""
+    return hasattr(o, "ndim") and not isinstance(o, numbers.Number)
 
 
 def _mono_mul(a: Mono, b: Mono) -> Mono:
@@ -229,6 +235,8 @@ class Rat:
         return self.n.is_zero()
 
     def __add__(self, o) -> "Rat":
+        if _is_array(o):
+            return NotImplemented
         o = Rat.of(o)
         if self.d.key() == o.d.key():
             return Rat(self.n.add(o.n), self.d)
@@ -240,25 +248,29 @@ class Rat:
         return Rat(self.n.scale(Fraction(-1)), self.d)
 
     def __sub__(self, o) -> "Rat":
-        return self + (-Rat.of(o))
+        return NotImplemented if _is_array(o) else self + (-Rat.of(o))
 
     def __rsub__(self, o) -> "Rat":
-        return Rat.of(o) + (-self)
+        return NotImplemented if _is_array(o) else Rat.of(o) + (-self)
 
     def __mul__(self, o) -> "Rat":
+        if _is_array(o):
+            return NotImplemented
         o = Rat.of(o)
         return Rat(self.n.mul(o.n), self.d.mul(o.d))
 
     __rmul__ = __mul__
 
     def __truediv__(self, o) -> "Rat":
+        if _is_array(o):
+            return NotImplemented
         o = Rat.of(o)
         if o.n.is_zero():
             raise ZeroDivisionError("division by zero")
         return Rat(self.n.mul(o.d), self.d.mul(o.n))
 
     def __rtruediv__(self, o) -> "Rat":
-        return Rat.of(o) / self
+        return NotImplemented if _is_array(o) else Rat.of(o) / self
 
     def __pow__(self, k: int) -> "Rat":
         if int(k) != k:

@@ -295,10 +295,10 @@ def _red(name: str, overload: str):
     fn = getattr(getattr(A, name), overload)
 
     def gen(rng):
-        x = fl(rng, *rshape(rng, 1, 3))
+        x = fl(rng, *rshape(rng, 0, 3))
         if overload == "default":
             return Case([x], {}, lambda t: fn(t[0]))
-        dims = _dims_of(rng, x.ndim) if rng.random() < 0.85 else []
+        dims = _dims_of(rng, max(x.ndim, 1)) if rng.random() < 0.85 else []
         keep = bool(rng.random() < 0.5)
         attrs = {"dim": dims} if keep is False and rng.random() < 0.3 else {"dim": dims, "keepdim": keep}
         return Case([x], attrs, lambda t: fn(t[0], dims, keep))
@@ -604,6 +604,11 @@ def _loss_inputs(rng):
     return x, target
 
 
+def _ignored(target, ignore: int):
+    """The target with the default ignore marks (-100) replaced by ``ignore``."""
+    return np.where(target == -100, ignore, target)
+
+
 @case("aten.nll_loss_forward.default")
 def _(rng):
     x, target = _loss_inputs(rng)
@@ -618,8 +623,9 @@ def _(rng):
     x, target = _loss_inputs(rng)
     r = int(rng.integers(0, 3))
     ignore = pick(rng, [-100, 1])
-    if ignore == 1 and (np.asarray(target) == 1).all():
-        ignore = -100
+    target = _ignored(target, ignore)
+    if (target == ignore).all():  # keep one counted target: a mean over none is 0/0
+        target.flat[0] = 0
     return Case([x, target], {"reduction": r, "ignore_index": ignore},
                 lambda t: A.cross_entropy_loss.default(t[0], t[1], None, r, ignore, 0.0))
 
@@ -989,3 +995,27 @@ def test_bitwise_ops_on_integers_are_bitwise():
     op_or, op_and = REGISTRY["aten.bitwise_or.Tensor"], REGISTRY["aten.bitwise_and.Tensor"]
     np.testing.assert_array_equal(op_or.run([x, y], full_attrs(op_or, {}, False))[0], [3, 7, 0])
     np.testing.assert_array_equal(op_and.run([x, y], full_attrs(op_and, {}, False))[0], [0, 2, 0])
+
+
+@pytest.mark.parametrize("how", ["sum", "avg", "max", "min"])
+def test_symbolic_collectives_of_0d_tensors(how):
+    """0-d object arrays collapse to bare ``Rat`` values under numpy arithmetic."""
+    op = REGISTRY["_c10d_functional.all_reduce.default"]
+    vals = [0.5, -1.25, 2.0]
+    xs = [np.array(Rat.var(f"m{i}"), dtype=object) for i in range(3)]
+    outs = op.run(xs, full_attrs(op, {"reduce_op": how}, True, [0, 1, 2]))
+    want = {"sum": sum(vals), "avg": sum(vals) / 3, "max": max(vals), "min": min(vals)}[how]
+    env = {f"m{i}": v for i, v in enumerate(vals)}
+    assert all(abs(evaluate(Rat.of(np.asarray(o).item()), env) - want) < 1e-12 for o in outs)
+
+
+@pytest.mark.parametrize("target", ["aten.sum.dim_IntList", "aten.mean.dim"])
+def test_reducing_dim_0_of_a_0d_tensor(target):
+    op = REGISTRY[target]
+    for dim, keep in (([0], False), ([-1], True)):
+        a = full_attrs(op, {"dim": dim, "keepdim": keep}, False)
+        out = op.run([np.array(1.5)], a)[0]
+        ref = getattr(A, target.split(".")[1]).__getattr__(target.split(".")[2])(
+            torch.tensor(1.5, dtype=torch.float64), dim, keep)
+        assert np.shape(out) == tuple(op.shape([()], a)[0]) == tuple(ref.shape)
+        assert float(out) == float(ref)

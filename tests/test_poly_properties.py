@@ -287,3 +287,15 @@ def test_z3_does_not_prove_false_claims():
     pytest.importorskip("z3")
     assert _smt(x * y, x + y, "z3") is None
     assert _smt(relu(x), x, "z3") is None
+
+
+def test_rat_defers_to_numpy_arrays():
+    """``Rat op array`` maps over the elements (numpy's reflected operator), 0-d arrays included."""
+    np = pytest.importorskip("numpy")
+    b = np.array([y, Rat.of(2)], dtype=object)
+    for out, want in [(x + b, [x + y, x + 2]), (x - b, [x - y, x - 2]), (x * b, [x * y, 2 * x]),
+                      (x / b, [x / y, x / 2]), (b - x, [y - x, 2 - x]), (1 / b, [1 / y, Rat.of(Fraction(1, 2))])]:
+        assert isinstance(out, np.ndarray) and all(u.equals(v) for u, v in zip(out, want))
+    zero_d = np.array(y, dtype=object)
+    assert Rat.of((x + zero_d) + zero_d).equals(x + 2 * y)
+    assert (x * np.float64(1.5)).equals(Fraction(3, 2) * x) and (x * np.int64(3)).equals(3 * x)
