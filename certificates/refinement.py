@@ -67,11 +67,13 @@ def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
 
 
 def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, Tensor], object],
-                limits: Limits = DEFAULT) -> tuple[dict, dict]:
+                limits: Limits = DEFAULT, strict: bool = True) -> tuple[dict, dict]:
     """Input values ``(spec_env, impl_env)`` satisfying ``rel``.
 
     ``fresh(label, tensor)`` makes the free value of one impl input element: a
-    variable (symbolic check) or a random number (numeric test).
+    variable (symbolic check) or a random number (numeric test). A further
+    expression that cannot bind (a sum, or an element already used) is an error
+    if ``strict``, else left out: a weaker hypothesis, so still a sound obligation.
     """
     impl_env = {}
     for n in impl.inputs:
@@ -87,36 +89,47 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
         offset[n] = base
         base += impl_env[n].size
     flat = [(n, i) for n in impl.inputs for i in range(impl_env[n].size)]
-    used: set[int] = set()
-    bound: set[int] = set()
+    taken: set[int] = set()  # elements used by a definition or already bound
     spec_env = {}
     for name in spec.inputs:
         first, *rest = rel[name]
         spec_env[name] = np.asarray(terms.evaluate(first, lambda r: impl_env[r]))
         for r in terms.refs(first):  # conservatively: every element of a defining tensor
-            used.update(range(offset[r], offset[r] + impl_env[r].size))
+            taken.update(range(offset[r], offset[r] + impl_env[r].size))
         for t in rest:
-            labels = _labels(t, impl, offset)
-            for lab, val in zip(labels.ravel(), spec_env[name].ravel()):
-                if lab < 0:
-                    raise Unsupported(f"relation of '{name}': {t} pads an element that must be defined")
-                if lab in used or lab in bound:
-                    tensor, i = flat[lab]
-                    raise Unsupported(f"relation of '{name}': {t} constrains {tensor} element {i} twice")
-                bound.add(int(lab))
+            labels = [int(x) for x in _labels(t, impl, offset).ravel()]
+            problem = next(("pads an element that must be defined" if lab == -1 else
+                            "sums, so it cannot bind single elements" if lab == -2 else
+                            f"constrains {flat[lab][0]} element {flat[lab][1]} twice"
+                            for k, lab in enumerate(labels) if lab < 0 or lab in taken or lab in labels[:k]),
+                           None)
+            if problem is not None:
+                if strict:
+                    raise Unsupported(f"relation of '{name}': {t} {problem}")
+                continue
+            for lab, val in zip(labels, spec_env[name].ravel()):
+                taken.add(lab)
                 tensor, i = flat[lab]
                 impl_env[tensor].ravel()[i] = val
     return spec_env, impl_env
 
 
 def _labels(t: terms.Term, impl: Graph, offset: dict) -> np.ndarray:
-    def leaf(n: str) -> np.ndarray:
+    """Which impl input element each element of ``t`` is (-1: padding; -2: a sum, no single one)."""
+    if any(isinstance(x, terms.Call) and x.fn == "sum" for x in _subterms(t)):
+        return np.full(terms.infer_shape(t, lambda n: impl.tensors[n].shape), -2, dtype=np.int64)
+
+    def leaf(n: str) -> np.ndarray:  # labels shifted by one, so that zero padding reads -1
         size = int(np.prod(impl.tensors[n].shape, dtype=object))
-        return np.arange(offset[n], offset[n] + size, dtype=np.int64).reshape(impl.tensors[n].shape)
-    try:
-        return np.asarray(terms.evaluate(t, leaf))
-    except terms.TermError as e:
-        raise Unsupported(str(e)) from None
+        return np.arange(offset[n] + 1, offset[n] + size + 1, dtype=np.int64).reshape(impl.tensors[n].shape)
+    return np.asarray(terms.evaluate(t, leaf)) - 1
+
+
+def _subterms(t: terms.Term):
+    yield t
+    if isinstance(t, terms.Call):
+        for a in t.args:
+            yield from _subterms(a)
 
 
 @dataclass
@@ -170,9 +183,9 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
 
 
 def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
-          limits: Limits = DEFAULT) -> list[Outcome]:
+          limits: Limits = DEFAULT, strict: bool = True) -> list[Outcome]:
     """Decide ``inputs => outputs`` for all impl input values (symbolically)."""
-    spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits)
+    spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
     for point, s_env, i_env in integer_assignments(spec, impl, spec_env, impl_env, limits):
         s_vals = evaluate(spec, s_env, True, limits)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import FORMAT, VERSION, refinement
+from . import FORMAT, VERSION, chain, refinement
 from .errors import CheckError, Malformed, Unsupported
 from .graph import Graph, parse_graph
 from .limits import Limits, canonical_bytes, load_json, read_bytes
@@ -88,8 +88,26 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
                                     True, limits)
     rout = refinement.parse_relation(claim.get("output_relation"), spec, impl,
                                      f"{where}: output_relation", False, limits)
-    if evidence.get("method") != "whole-graph":
-        raise Rejected(f"evidence method {evidence.get('method')!r} is not known to this checker")
+    method = evidence.get("method")
+    if method == "whole-graph":
+        detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)
+    elif method == "per-operator":
+        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits)
+    else:
+        raise Rejected(f"evidence method {method!r} is not known to this checker")
+    return f"{spec.name} refined by {impl.name}: {detail}"
+
+
+def _summary(outcomes: list) -> str:
+    methods: dict[str, int] = {}
+    for o in outcomes:
+        for m, k in o.methods.items():
+            methods[m] = methods.get(m, 0) + k
+    total = sum(o.elements for o in outcomes)
+    return f"{total} elements ({', '.join(f'{k} by {m}' for m, k in sorted(methods.items()))})"
+
+
+def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits) -> str:
     claimed = {}
     for o in _field(evidence, "obligations", list, where):
         key = (_field(o, "spec", str, f"{where}: obligation"), _field(o, "expr", str, f"{where}: obligation"))
@@ -105,13 +123,46 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
         if claimed[(o.spec, o.expr)] != o.elements:
             raise Rejected(f"evidence says {claimed[(o.spec, o.expr)]} elements for {o.spec} = {o.expr}, "
                            f"replay found {o.elements}")
-    methods: dict[str, int] = {}
-    for o in outcomes:
-        for m, k in o.methods.items():
-            methods[m] = methods.get(m, 0) + k
-    total = sum(o.elements for o in outcomes)
-    how = ", ".join(f"{k} by {m}" for m, k in sorted(methods.items()))
-    return f"{spec.name} refined by {impl.name}: {len(outcomes)} equations, {total} elements ({how})"
+    return f"{len(outcomes)} equations, {_summary(outcomes)}"
+
+
+def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits) -> str:
+    """Check the chain: order, completeness, every local obligation, then the expectation."""
+    found = refinement.parse_relation(_field(evidence, "relation", dict, where), spec, impl,
+                                      f"{where}: evidence relation", False, limits)
+    for t in found:
+        if t in spec.inputs:
+            raise Malformed(where, f"evidence relation redefines spec input '{t}'")
+    rel = {**rin, **found}
+    steps = _field(evidence, "steps", list, where)
+    by_name = {n.name: n for n in spec.nodes}
+    if sorted(map(str, steps)) != sorted(by_name):
+        missing = sorted(set(by_name) - set(map(str, steps)))
+        raise Rejected(f"steps do not list every spec operator exactly once"
+                       f"{': missing ' + repr(missing[0]) if missing else ''}")
+    known, prover, outcomes = set(spec.inputs), chain.Chain(spec, impl, limits), []
+    for name in steps:
+        node = by_name[name]
+        for t in node.inputs:
+            if t is not None and t not in known:
+                raise Rejected(f"step '{name}' uses '{t}' before the step that produces it")
+        for t in node.outputs:
+            if t not in rel:
+                raise Rejected(f"relation incomplete: no clean expression for '{t}' (output of '{name}')")
+            known.add(t)
+        for o in prover.prove(rel, node, {t: rel[t] for t in node.outputs}):
+            if not o.holds:
+                raise Rejected(f"step '{name}' ({node.target}): {o.failure}")
+            outcomes.append(o)
+    for t in rout:
+        if t not in rel:
+            raise Rejected(f"expectation on '{t}', which the relation does not cover")
+    for o in prover.prove(rel, None, rout):
+        if not o.holds:
+            raise Rejected(f"expectation not met: {o.failure}")
+        outcomes.append(o)
+    return (f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), "
+            f"{_summary(outcomes)}")
 
 
 CLAIMS: dict[str, Callable[..., str]] = {"refinement": replay_refinement}

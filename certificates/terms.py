@@ -142,6 +142,13 @@ def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
     return t
 
 
+def rename(t: Term, f: Callable[[str], str]) -> Term:
+    """``t`` with every tensor name ``n`` replaced by ``f(n)``."""
+    if isinstance(t, Ref):
+        return Ref(f(t.name))
+    return Call(t.fn, tuple(rename(a, f) for a in t.args), t.kw)
+
+
 def refs(t: Term) -> list[str]:
     """Tensor names in order of appearance."""
     return [t.name] if isinstance(t, Ref) else [n for a in t.args for n in refs(a)]
@@ -224,8 +231,7 @@ _SHAPE_OPS = (
 def _pad_array(x: np.ndarray, d: int, lo: int, hi: int) -> np.ndarray:
     shape = list(x.shape)
     shape[d] += lo + hi
-    zero = -1 if x.dtype.kind in "iu" else 0  # integer arrays are element labels: -1 marks padding
-    out = np.full(shape, zero, dtype=x.dtype)
+    out = np.full(shape, 0, dtype=x.dtype)
     idx = [slice(None)] * x.ndim
     idx[d] = slice(lo, lo + x.shape[d])
     out[tuple(idx)] = x
@@ -239,8 +245,6 @@ def _slice_array(x: np.ndarray, d: int, lo: int, hi: int, st: int) -> np.ndarray
 
 
 def _sum_arrays(xs: list) -> np.ndarray:
-    if xs[0].dtype.kind in "iu":
-        raise TermError("sum() cannot define an input that another relation also defines")
     return sum(xs[1:], xs[0])
 
 

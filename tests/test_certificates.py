@@ -17,7 +17,7 @@ from conftest import run_pvcert
 @pytest.fixture(scope="module")
 def cert(tmp_path_factory) -> dict:
     path = tmp_path_factory.mktemp("cert") / "tp_mlp.cert.json"
-    r = run_pvcert("verify", "examples/tp_mlp/case.json", "--emit-cert", str(path))
+    r = run_pvcert("verify", "examples/tp_mlp/case.json", "--engine", "whole-graph", "--emit-cert", str(path))
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(path.read_text())
 

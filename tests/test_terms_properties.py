@@ -174,20 +174,15 @@ def test_shape_and_value_agree_with_numpy(ts, seed):
 
 @settings(max_examples=100, **SETTINGS)
 @given(terms())
-def test_integer_labels_pad_with_minus_one(ts):
-    """On integer label arrays, evaluation moves labels; padding is marked -1."""
+def test_integer_arrays_move_exactly_and_pad_with_zero(ts):
+    """On integer arrays (indices, element labels) evaluation moves values; padding is 0."""
     t, shape = ts
-    if "sum(" in str(t):
-        with pytest.raises(TermError):
-            evaluate(t, lambda n: np.arange(np.prod(SHAPES[n])).reshape(SHAPES[n]))
-        return
-    offsets = {n: i * 1000 for i, n in enumerate(SHAPES)}
+    offsets = {n: 1 + i * 1000 for i, n in enumerate(SHAPES)}
     labels = {n: offsets[n] + np.arange(int(np.prod(s))).reshape(s) for n, s in SHAPES.items()}
     got = evaluate(t, labels.__getitem__)
     assert got.shape == shape and got.dtype.kind == "i"
-    floats = evaluate(t, lambda n: labels[n].astype(float) + 0.5)  # pads 0 where labels pad -1
-    np.testing.assert_array_equal(got == -1, floats == 0)
-    np.testing.assert_array_equal(got[got != -1] + 0.5, floats[got != -1])
+    floats = evaluate(t, lambda n: labels[n].astype(float))
+    np.testing.assert_array_equal(got, floats)
 
 
 # ---------------------------------------------------------------- shape errors

@@ -79,7 +79,7 @@ def verify_workload(make_case: Callable, cert_dir: str) -> tuple[Workload, Workl
 
         r = direct.verify(make_case())
         if r.verified:
-            certificate.write(certificate.refinement_certificate(r), path)
+            certificate.write(certificate.whole_graph_certificate(r), path)
         elements = sum(o.elements for o in r.outcomes)
         return {"ops": len(r.spec.nodes) + len(r.impl.nodes), "verdict": "VERIFIED" if r.verified else "REJECT",
                 "note": f"{elements} elements" if r.verified else (r.counterexample or "")[:60]}

@@ -12,6 +12,7 @@ from certificates.limits import canonical_bytes
 
 from . import __version__
 from .direct import Result
+from .refine import Inference
 
 
 def artifact(aid: str, value: Any) -> dict[str, Any]:
@@ -20,27 +21,43 @@ def artifact(aid: str, value: Any) -> dict[str, Any]:
             "embedded": value}
 
 
-def refinement_certificate(r: Result) -> dict[str, Any]:
-    """The certificate of a verified whole-graph refinement."""
-    if not r.verified:
-        raise ValueError("only verified results get a certificate")
+def _refinement(r: Result, engine: str, evidence: dict[str, Any]) -> dict[str, Any]:
     cid = r.case.name
     return {
         "format": FORMAT, "version": VERSION,
-        "header": {"tool": "pvcert", "tool_version": __version__, "engine": "whole-graph",
+        "header": {"tool": "pvcert", "tool_version": __version__, "engine": engine,
                    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
         "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl)]},
         "claims": [{"id": cid, "kind": "refinement", "spec": "spec", "impl": "impl",
                     "input_relation": {k: [str(t) for t in v] for k, v in r.inputs.items()},
                     "output_relation": {k: [str(t) for t in v] for k, v in r.expect.items()}}],
-        "evidence": {cid: {"method": "whole-graph", "seconds": round(r.seconds, 4),
-                           "obligations": [{"spec": o.spec, "expr": o.expr, "elements": o.elements,
-                                            "methods": o.methods} for o in r.outcomes]}},
+        "evidence": {cid: evidence},
         "verdict": "ACCEPT",
     }
 
 
+def whole_graph_certificate(r: Result) -> dict[str, Any]:
+    """The certificate of a verified whole-graph refinement."""
+    if not r.verified:
+        raise ValueError("only verified results get a certificate")
+    return _refinement(r, "whole-graph", {
+        "method": "whole-graph", "seconds": round(r.seconds, 4),
+        "obligations": [{"spec": o.spec, "expr": o.expr, "elements": o.elements, "methods": o.methods}
+                        for o in r.outcomes]})
+
+
+def per_operator_certificate(inf: Inference) -> dict[str, Any]:
+    """The certificate of a verified per-operator inference: the relation and the chain of steps."""
+    if not inf.verified:
+        raise ValueError("only verified results get a certificate")
+    r = inf.prepared
+    found = {t: [str(e) for e in es] for t, es in inf.relation.items() if t not in r.spec.inputs}
+    return _refinement(r, "per-operator", {
+        "method": "per-operator", "seconds": round(inf.seconds, 4), "relation": found, "steps": inf.steps,
+        "obligations": inf.obligations, "reused": inf.reused})
+
+
 def write(cert: dict[str, Any], path: str) -> None:
     with open(path, "w") as f:
-        json.dump(cert, f, indent=1, sort_keys=False)
+        json.dump(cert, f, indent=1)
         f.write("\n")

@@ -13,13 +13,21 @@ from certificates.limits import Limits
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from . import certificate, direct
     from .case import load_case
 
     case = load_case(args.case)
-    r = direct.verify(case, seed=args.seed, limits=Limits(seconds=args.timeout))
+    limits = Limits(seconds=args.timeout)
+    if args.engine == "whole-graph":
+        return _verify_whole_graph(case, args, limits)
+    return _verify_per_operator(case, args, limits)
+
+
+def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
+    from . import certificate, direct
+
+    r = direct.verify(case, seed=args.seed, limits=limits)
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
-          f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops)")
+          f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), whole-graph")
     if r.counterexample:
         print(f"REJECT: numeric test: {r.counterexample}")
         return REJECT
@@ -31,9 +39,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"REJECT {case.name} ({r.seconds:.2f} s)")
         return REJECT
     if args.emit_cert:
-        certificate.write(certificate.refinement_certificate(r), args.emit_cert)
+        certificate.write(certificate.whole_graph_certificate(r), args.emit_cert)
         print(f"certificate written to {args.emit_cert}")
     print(f"VERIFIED {case.name} ({r.seconds:.2f} s)")
+    return ACCEPT
+
+
+def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
+    from . import certificate
+    from .refine import infer, report
+
+    inf = infer(case, seed=args.seed, limits=limits)
+    r = inf.prepared
+    print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
+          f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), per-operator")
+    if inf.failure is not None:
+        print(report.text(inf.failure, r.impl))
+        for path, render in ((args.report_dot, report.dot), (args.report_html, report.page)):
+            if path:
+                with open(path, "w") as f:
+                    f.write(render(inf.failure, r.impl))
+                print(f"report written to {path}")
+        print(f"REJECT {case.name} after {len(inf.steps)} of {len(r.spec.nodes)} operators ({inf.seconds:.2f} s)")
+        return REJECT
+    for t in r.spec.outputs:
+        print(f"  {t} = {' = '.join(str(e) for e in inf.relation[t])}")
+    for o in inf.outcomes[-sum(len(v) for v in r.expect.values()):]:
+        print(f"  expectation {o.spec} = {o.expr}: met")
+    if args.emit_cert:
+        certificate.write(certificate.per_operator_certificate(inf), args.emit_cert)
+        print(f"certificate written to {args.emit_cert}")
+    print(f"VERIFIED {case.name}: {len(inf.steps)} operators, {inf.obligations} distinct obligations "
+          f"({inf.reused} reused) ({inf.seconds:.2f} s)")
     return ACCEPT
 
 
@@ -71,7 +108,11 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="verify a case and optionally emit a certificate")
     v.add_argument("case", help="case file (.json, or .py captured from PyTorch)")
     v.add_argument("--emit-cert", metavar="FILE", help="write the certificate here")
-    v.add_argument("--seed", type=int, default=0, help="seed of the numeric test")
+    v.add_argument("--engine", choices=("per-operator", "whole-graph"), default="per-operator",
+                   help="per-operator inference of clean relations (default), or one whole-graph obligation")
+    v.add_argument("--report-dot", metavar="FILE", help="on failure, write the explored subgraph (Graphviz)")
+    v.add_argument("--report-html", metavar="FILE", help="on failure, write an HTML report")
+    v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     v.add_argument("--timeout", type=float, default=Limits.seconds, help="wall-clock limit in seconds")
     v.set_defaults(run=cmd_verify)
     r = sub.add_parser("replay", help="re-check a certificate with the independent checker")

@@ -37,6 +37,10 @@ class Result:
         return self.counterexample is None and all(o.holds for o in self.outcomes)
 
 
+class ImplFailed(Exception):
+    """The implementation cannot run on inputs that satisfy the relation."""
+
+
 def prepare(case: Case, limits: Limits) -> Result:
     """Validate the graphs and relations of a case (raises ``Malformed`` on defects)."""
     spec = parse_graph(case.spec, f"{case.name}: spec graph", limits)
@@ -47,8 +51,11 @@ def prepare(case: Case, limits: Limits) -> Result:
     return Result(case, spec, impl, rin, rout)
 
 
-def numeric_test(r: Result, seed: int, limits: Limits) -> str | None:
-    """Run both graphs on random inputs that satisfy the input relation; describe a mismatch."""
+def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
+    """Values of every spec and impl tensor on random inputs that satisfy the input relation.
+
+    Raises ``ImplFailed`` if the impl fails on them (e.g. an index out of range).
+    """
     rng = random.Random(seed)
 
     def fresh(label: str, t: Tensor):
@@ -61,9 +68,17 @@ def numeric_test(r: Result, seed: int, limits: Limits) -> str | None:
     (_, s_env, i_env), = refinement.integer_assignments(r.spec, r.impl, spec_env, impl_env, limits)
     s_vals = evaluate(r.spec, s_env, False, limits)
     try:
-        i_vals = evaluate(r.impl, i_env, False, limits)
+        return s_vals, evaluate(r.impl, i_env, False, limits)
     except Unsupported as e:
-        return f"impl fails on random inputs (seed {seed}): {e}"
+        raise ImplFailed(f"impl fails on random inputs (seed {seed}): {e}") from None
+
+
+def numeric_test(r: Result, seed: int, limits: Limits) -> str | None:
+    """Run both graphs on random inputs that satisfy the input relation; describe a mismatch."""
+    try:
+        s_vals, i_vals = numeric_values(r, seed, limits)
+    except ImplFailed as e:
+        return str(e)
     for name, exprs in r.expect.items():
         for t in exprs:
             want = np.asarray(s_vals[name], dtype=float)

@@ -1,0 +1,114 @@
+"""Per-operator refinement: local obligations chained in topological order.
+
+For a spec operator ``v``, the relation ``R`` gives clean expressions for its
+inputs and outputs over impl tensors. Its local obligation is: for all values of
+the impl tensors that the input expressions name (the *frontier*) satisfying
+``R[inputs]``, and for all values of any other leaf, the impl nodes between the
+frontier and the output expressions compute ``R[outputs]`` from ``v``'s result.
+The checker cuts that impl subgraph itself. By induction over a topological order
+(agda/Composition), the chain gives the claim for the whole graphs.
+
+Obligations identical modulo renaming (layer after layer, rank after rank) are
+decided once: ``key`` is a canonical text of the obligation with every tensor
+renamed by order of first appearance, so equal keys mean the same statement.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from . import terms
+from .graph import Graph, Node
+from .limits import Limits
+from .refinement import Outcome, Relation, check
+
+
+def cone(impl: Graph, targets: Iterable[str], frontier: set[str]) -> list[Node]:
+    """Impl nodes needed to compute ``targets`` from ``frontier``, in graph order."""
+    seen: set[str] = set()
+    stack = [t for t in targets if t not in frontier]
+    while stack:
+        node = impl.producer.get(stack.pop())
+        if node is None or node.name in seen:
+            continue
+        seen.add(node.name)
+        stack.extend(t for t in node.inputs if t is not None and t not in frontier)
+    return [n for n in impl.nodes if n.name in seen]
+
+
+def subgraph(g: Graph, name: str, nodes: list[Node], outputs: list[str], extra: Iterable[str] = ()) -> Graph:
+    """The graph of ``nodes``; every tensor they read but do not produce becomes an input."""
+    produced = {t for n in nodes for t in n.outputs}
+    used: list[str] = []
+    for t in [t for n in nodes for t in n.inputs + n.outputs] + list(extra) + outputs:
+        if t is not None and t not in used:
+            used.append(t)
+    inputs = [t for t in used if t not in produced]
+    return Graph(name, g.world_size, {t: g.tensors[t] for t in used}, inputs, list(outputs), nodes,
+                 {t: n for n in nodes for t in n.outputs})
+
+
+def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None,
+               outputs: Relation) -> tuple[Graph, Graph, Relation, Relation]:
+    """The local graphs and relations of one step (``node`` None: an expectation on ``outputs``)."""
+    if node is None:
+        ins = list(outputs)
+        local_spec = subgraph(spec, "expectation", [], ins, ins)
+    else:
+        ins = [t for t in dict.fromkeys(node.inputs) if t is not None]
+        local_spec = subgraph(spec, node.name, [node], node.outputs)
+    rin = {t: rel[t] for t in ins}
+    frontier = {r for t in ins for e in rin[t] for r in terms.refs(e)}
+    targets = [r for es in outputs.values() for e in es for r in terms.refs(e)]
+    local_impl = subgraph(impl, f"cone of {local_spec.name}", cone(impl, targets, frontier), targets, frontier)
+    return local_spec, local_impl, rin, outputs
+
+
+def key(local_spec: Graph, local_impl: Graph, rin: Relation, rout: Relation) -> str:
+    """Canonical text of an obligation, tensors renamed by first appearance."""
+    names: dict[str, str] = {}
+
+    def ren(t: str | None) -> str | None:
+        if t is None:
+            return None
+        if t not in names:
+            names[t] = f"t{len(names)}"
+        return names[t]
+
+    def term(e: terms.Term) -> str:
+        return str(terms.rename(e, ren))
+
+    def nodes(g: Graph) -> list:
+        return [[n.target, n.group is not None and [g.tensors[t].rank for t in n.inputs if t],
+                 [ren(t) for t in n.inputs], [ren(t) for t in n.outputs],
+                 sorted(n.attrs.items())] for n in g.nodes]
+
+    body = [nodes(local_spec), [ren(t) for t in local_spec.outputs],
+            sorted((ren(t), [term(e) for e in es]) for t, es in rin.items()),
+            nodes(local_impl),
+            [(ren(t), [term(e) for e in es]) for t, es in rout.items()]]
+    shapes = sorted((names[t], list(g.tensors[t].shape), g.tensors[t].dtype, list(g.tensors[t].range or ()))
+                    for g in (local_spec, local_impl) for t in g.tensors if t in names)
+    return json.dumps([body, shapes], separators=(",", ":"), default=str)
+
+
+class Chain:
+    """Decides local obligations, once per canonical key."""
+
+    def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
+        self.spec, self.impl, self.limits = spec, impl, limits
+        self.cache: dict[str, list[Outcome]] = {}
+        self.reused = 0
+
+    def prove(self, rel: Relation, node: Node | None, outputs: Relation) -> list[Outcome]:
+        ls, li, rin, rout = obligation(self.spec, self.impl, rel, node, outputs)
+        k = key(ls, li, rin, rout)
+        cached = self.cache.get(k)
+        if cached is not None and all(c.holds for c in cached):
+            self.reused += 1  # the same statement modulo renaming, under this step's names
+            pairs = [(s, str(e)) for s, es in rout.items() for e in es]
+            return [Outcome(s, e, c.elements, dict(c.methods)) for (s, e), c in zip(pairs, cached)]
+        out = check(ls, li, rin, rout, self.limits, strict=False)
+        self.cache[k] = out
+        return out

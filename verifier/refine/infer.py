@@ -1,0 +1,136 @@
+"""Iterative clean-relation inference, operator by operator (the ENTANGLE approach).
+
+For each spec operator ``v`` in topological order: the impl tensors named by the
+relations of ``v``'s inputs form the frontier; the explored region is every impl
+tensor computable from the frontier alone (growing node by node, as in ENTANGLE's
+Listing 3); candidates for ``v``'s outputs come from values over that region
+(``candidates.Index``); each is proved by the checker's own local obligation
+(``certificates.chain``), so what the engine keeps is exactly what replay re-checks.
+The first operator with an output that no candidate proves is reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from certificates import terms
+from certificates.chain import Chain
+from certificates.graph import Graph, Node
+from certificates.limits import Limits
+from certificates.refinement import Outcome, Relation
+
+from .. import direct
+from ..case import Case
+from .candidates import Index
+
+
+@dataclass
+class Failure:
+    """Where inference stopped, with what a user needs to find the bug."""
+
+    node: Node | None                       # None: the expectation was not met
+    message: str
+    inputs: dict[str, list[str]]            # relations of the operator's inputs
+    tried: dict[str, list[str]]             # candidates per output, with why each failed
+    explored: list[Node] = field(default_factory=list)
+
+
+@dataclass
+class Inference:
+    prepared: direct.Result
+    relation: Relation = field(default_factory=dict)
+    steps: list[str] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    failure: Failure | None = None
+    seconds: float = 0.0
+    obligations: int = 0
+    reused: int = 0
+
+    @property
+    def verified(self) -> bool:
+        return self.failure is None
+
+
+def _groups(impl: Graph) -> list[tuple[int, ...]]:
+    """Rank groups over which copies of a tensor may concatenate or sum."""
+    gs = {tuple(n.group) for n in impl.nodes if n.group is not None and not n.op.p2p}
+    gs.add(tuple(range(impl.world_size)))
+    return sorted(gs, key=lambda g: (len(g), g))
+
+
+class Region:
+    """Forward closure of a frontier: impl tensors computable from it alone."""
+
+    def __init__(self, impl: Graph) -> None:
+        self.impl = impl
+        self.consumers: dict[str, list[Node]] = defaultdict(list)
+        for n in impl.nodes:
+            for t in n.inputs:
+                if t is not None:
+                    self.consumers[t].append(n)
+        self.constants, _ = self._close(set(), [n for n in impl.nodes if not any(n.inputs)])
+
+    def _close(self, region: set[str], work: list[Node]) -> tuple[set[str], list[Node]]:
+        done: set[str] = set()
+        explored: list[Node] = []
+        while work:
+            n = work.pop()
+            if n.name in done or not all(t is None or t in region for t in n.inputs):
+                continue
+            done.add(n.name)
+            explored.append(n)
+            for t in n.outputs:
+                region.add(t)
+                work.extend(self.consumers.get(t, ()))
+        return region, explored
+
+    def grow(self, frontier: set[str]) -> tuple[set[str], list[Node]]:
+        region = set(frontier) | self.constants
+        work = [n for t in frontier for n in self.consumers.get(t, ())]
+        return self._close(region, work)
+
+
+def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
+    limits = limits or Limits()
+    start = time.monotonic()
+    r = direct.prepare(case, limits)
+    inf = Inference(r, relation={k: list(v) for k, v in r.inputs.items()})
+    try:
+        s_vals, i_vals = direct.numeric_values(r, seed, limits)
+    except direct.ImplFailed as e:
+        inf.failure = Failure(None, str(e), {}, {})
+        return inf
+    index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), Chain(r.spec, r.impl, limits)
+    rel = inf.relation
+    for v in r.spec.nodes:
+        ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
+        frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
+        reach, explored = region.grow(frontier)
+        found = {o: [terms.parse(c) for c in index.find(s_vals[o], reach)] for o in v.outputs}
+        tried = {o: [str(c) for c in cs] for o, cs in found.items()}
+        if all(found.values()):
+            for out in prover.prove(rel, v, found):
+                if out.holds:
+                    rel.setdefault(out.spec, []).append(terms.parse(out.expr))
+                    inf.outcomes.append(out)
+                else:
+                    tried[out.spec][tried[out.spec].index(out.expr)] += f"  -- {out.failure}"
+        missing = [o for o in v.outputs if not rel.get(o)]
+        if missing:
+            inf.failure = Failure(v, f"no clean expression over the impl relates '{missing[0]}'",
+                                  {t: [str(e) for e in rel[t]] for t in ins}, tried, explored)
+            break
+        inf.steps.append(v.name)
+    if inf.failure is None:
+        for out in prover.prove(rel, None, r.expect):
+            if not out.holds:
+                found_for = {t: [str(e) for e in rel[t]] for t in r.expect}
+                inf.failure = Failure(None, f"expectation {out.spec} = {out.expr} not met: {out.failure}",
+                                      found_for, {out.spec: [out.expr]})
+                break
+            inf.outcomes.append(out)
+    inf.obligations, inf.reused = len(prover.cache), prover.reused
+    inf.seconds = time.monotonic() - start
+    return inf
