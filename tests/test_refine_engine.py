@@ -1,0 +1,147 @@
+"""Per-operator inference: relations found, bugs located at the right operator, certificates replayed."""
+
+import copy
+import json
+
+import pytest
+
+from certificates.replay import replay
+from test_refinement import reduce_scatter_case, sp_linear, vocab_parallel_embedding
+from verifier import certificate
+from verifier.case import Case
+from verifier.refine import infer, report
+from verifier.workloads import tp_mlp
+
+
+def case_of(spec, impl, rin, expect) -> Case:
+    return Case("t", spec.build(), impl.build(), rin, expect)
+
+
+def test_tp_mlp_relations():
+    inf = infer(tp_mlp(4))
+    assert inf.verified and inf.steps == ["n0", "n1", "n2"]
+    rel = {t: [str(e) for e in es] for t, es in inf.relation.items()}
+    assert rel["H"] == ["concat(h@r0, h@r1, h@r2, h@r3, dim=1)"]
+    assert rel["A"] == ["concat(a@r0, a@r1, a@r2, a@r3, dim=1)"]
+    assert set(rel["Y"]) == {"y@r0", "y@r1", "y@r2", "y@r3", "sum(p@r0, p@r1, p@r2, p@r3)"}
+
+
+def test_missing_all_reduce_fails_the_expectation():
+    inf = infer(tp_mlp(2, all_reduce=False))
+    assert not inf.verified and inf.failure.node is None
+    assert "expectation Y = p@r0 not met" in inf.failure.message
+    assert inf.failure.inputs == {"Y": ["sum(p@r0, p@r1)"]}
+
+
+@pytest.mark.parametrize("w", [2, 4])
+def test_sequence_parallel_gather(w):
+    inf = infer(case_of(*sp_linear(w)))
+    assert inf.verified
+    assert [str(e) for e in inf.relation["Y"]] == [f"y@r{r}" for r in range(w)]
+
+
+def test_wrong_scale_located_at_the_next_operator():
+    """A stray '/ tp' after a row-parallel linear: the linear still relates (a partial sum), the
+    GELU after the reduce_scatter does not; the report shows the scaling in the explored region."""
+    s, g, rin, _ = reduce_scatter_case(scale=0.5)
+    s.node("aten.gelu.default", ["Y"], "Z")
+    s.obj["outputs"] = ["Z"]
+    for r in range(2):
+        g.node("aten.gelu.default", [f"y@r{r}"], f"z@r{r}", rank=r)
+    g.obj["outputs"] = ["z@r0", "z@r1"]
+    inf = infer(case_of(s, g, rin, {"Z": ["concat(z@r0, z@r1, dim=0)"]}))
+    assert not inf.verified and inf.failure.node.name == "n1" and inf.steps == ["n0"]
+    text = report.text(inf.failure, inf.prepared.impl)
+    assert "first unrelated spec operator: 'n1' aten.gelu.default" in text
+    assert "Y = sum(p@r0, p@r1)" in text and "impl nodes explored" in text
+    assert "aten.mul.Tensor" in text  # the stray scaling is in the explored subgraph
+    assert "digraph explored" in report.dot(inf.failure, inf.prepared.impl)
+
+
+def test_expectation_mismatch_reports_what_was_found():
+    inf = infer(case_of(*reduce_scatter_case(scale=0.5)))
+    assert not inf.verified and inf.failure.node is None
+    assert inf.failure.inputs == {"Y": ["sum(p@r0, p@r1)"]}
+    assert infer(case_of(*reduce_scatter_case())).verified
+
+
+def test_vocab_parallel_embedding_and_its_bug():
+    assert infer(case_of(*vocab_parallel_embedding())).verified
+    bad = infer(case_of(*vocab_parallel_embedding(check_upper=False)))
+    assert not bad.verified and "impl fails on random inputs" in bad.failure.message
+
+
+def test_repeated_layers_are_solved_once():
+    """Two identical TP MLP blocks in sequence: the second block's obligations are reused."""
+    from verifier.ir import GraphBuilder
+
+    s = GraphBuilder("mlp2")
+    s.input("X", [2, 4], "activation")
+    g = GraphBuilder("tp_mlp2", 2)
+    for r in range(2):
+        g.input(f"x@r{r}", [2, 4], "activation", rank=r)
+    rin, prev_s, prev_i = {"X": ["x@r0", "x@r1"]}, "X", ["x@r0", "x@r1"]
+    for layer in range(2):
+        W1, W2 = s.input(f"W1_{layer}", [8, 4], "parameter"), s.input(f"W2_{layer}", [4, 8], "parameter")
+        s.node("aten.linear.default", [prev_s, W1], f"H{layer}")
+        s.node("aten.gelu.default", [f"H{layer}"], f"A{layer}")
+        s.node("aten.linear.default", [f"A{layer}", W2], f"Y{layer}")
+        outs = []
+        for r in range(2):
+            w1 = g.input(f"w1_{layer}@r{r}", [4, 4], "parameter", rank=r)
+            w2 = g.input(f"w2_{layer}@r{r}", [4, 4], "parameter", rank=r)
+            g.node("aten.linear.default", [prev_i[r], w1], f"h{layer}@r{r}", rank=r)
+            g.node("aten.gelu.default", [f"h{layer}@r{r}"], f"a{layer}@r{r}", rank=r)
+            g.node("aten.linear.default", [f"a{layer}@r{r}", w2], f"p{layer}@r{r}", rank=r)
+        g.node("_c10d_functional.all_reduce.default", [f"p{layer}@r{r}" for r in range(2)],
+               [f"y{layer}@r{r}" for r in range(2)], group=[0, 1])
+        rin[f"W1_{layer}"] = [f"concat(w1_{layer}@r0, w1_{layer}@r1, dim=0)"]
+        rin[f"W2_{layer}"] = [f"concat(w2_{layer}@r0, w2_{layer}@r1, dim=1)"]
+        prev_s, prev_i = f"Y{layer}", [f"y{layer}@r{r}" for r in range(2)]
+    s.output("Y1")
+    g.output("y1@r0", "y1@r1")
+    inf = infer(case_of(s, g, rin, {"Y1": ["y1@r0", "y1@r1"]}))
+    assert inf.verified and inf.reused >= 2, (inf.obligations, inf.reused)
+
+
+@pytest.fixture(scope="module")
+def per_op_cert(tmp_path_factory):
+    inf = infer(tp_mlp(2))
+    path = tmp_path_factory.mktemp("c") / "c.json"
+    certificate.write(certificate.per_operator_certificate(inf), str(path))
+    return json.loads(path.read_text())
+
+
+def outcome(c, tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(c))
+    results = replay(str(p))
+    return all(r.ok for r in results), " ".join(r.detail for r in results)
+
+
+def ev(c):
+    return c["evidence"][c["claims"][0]["id"]]
+
+
+TAMPER = {
+    "relation entry wrong": (lambda c: ev(c)["relation"].update(H=["concat(h@r1, h@r0, dim=1)"]), "step 'n0'"),
+    "relation incomplete": (lambda c: ev(c)["relation"].pop("A"), "no clean expression for 'A'"),
+    "step missing": (lambda c: ev(c)["steps"].pop(), "missing 'n2'"),
+    "steps out of order": (lambda c: ev(c)["steps"].reverse(), "before the step that produces it"),
+    "wrong partial sum": (lambda c: ev(c)["relation"].update(Y=["sum(p@r0, p@r0)"]), "step 'n2'"),
+    "expectation changed": (lambda c: c["claims"][0]["output_relation"].update(Y=["p@r1"]), "expectation not met"),
+}
+
+
+def test_per_operator_certificate_replays(per_op_cert, tmp_path):
+    ok, detail = outcome(per_op_cert, tmp_path)
+    assert ok and "3 steps" in detail
+
+
+@pytest.mark.parametrize("name", sorted(TAMPER))
+def test_per_operator_tampering_rejected(name, per_op_cert, tmp_path):
+    c = copy.deepcopy(per_op_cert)
+    edit, fragment = TAMPER[name]
+    edit(c)
+    ok, detail = outcome(c, tmp_path)
+    assert not ok and fragment in detail, detail
