@@ -134,15 +134,14 @@ def _nll_backward(xs, a):
         raise ShapeError("class weights are not supported")
     if is_sym(t) or t.dtype.kind not in "iu":
         raise ShapeError("loss targets must be integer tensors")
-    zero = Rat.of(0) if is_sym(x) or is_sym(g) else 0.0
-    out = np.full(x.shape, zero, dtype=object if zero != 0.0 or is_sym(g) else float).reshape(-1, x.shape[-1])
-    tt = t.reshape(-1)
-    gg = g.reshape(-1) if a["reduction"] == 0 else None
-    scale = -g.reshape(()) / tw.reshape(()) if a["reduction"] == 1 else -(g.reshape(()) if gg is None else 0)
-    for i, k in enumerate(tt.tolist()):
+    sym = is_sym(x) or is_sym(g)
+    out = np.full(x.shape, Rat.of(0) if sym else 0.0, dtype=object if sym else float).reshape(-1, x.shape[-1])
+    g0 = g.reshape(-1)
+    for i, k in enumerate(t.reshape(-1).tolist()):
         if k == a["ignore_index"]:
             continue
         if not 0 <= k < x.shape[-1]:
             raise ShapeError("loss target out of range")
-        out[i, k] = -gg[i] if gg is not None else scale
+        out[i, k] = -(g0[i] if a["reduction"] == 0 else g0[0] / tw.reshape(-1)[0] if a["reduction"] == 1
+                      else g0[0])
     return [out.reshape(x.shape)]
