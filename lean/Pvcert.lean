@@ -1,0 +1,6 @@
+-- Lean 4 port (core Lean only) of the pvcert Agda development, parts (b) and (c).
+import Pvcert.Vec
+import Pvcert.ShapeReduction.SIMD
+import Pvcert.ShapeReduction.Reduction
+import Pvcert.Composition.Clean
+import Pvcert.Composition.Chain

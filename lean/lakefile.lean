@@ -1,0 +1,8 @@
+import Lake
+open Lake DSL
+
+package pvcert where
+
+@[default_target]
+lean_lib Pvcert where
+  roots := #[`Pvcert]
