@@ -87,7 +87,7 @@ theorem get_tabulate {α : Type} : {n : Nat} → (f : Idx n → α) → (i : Idx
 /-- Agda: `lookup∘update′` -/
 theorem get_set_ne {α : Type} : {n : Nat} → (xs : Vec α n) → (i j : Idx n) → (v : α) →
     i ≠ j → get (set xs j v) i = get xs i
-  | _, Vec.cons _ _, Idx.zero, Idx.zero, _, h => absurd rfl h
+  | _, Vec.cons _ _, Idx.zero, Idx.zero, _, h => False.elim (h rfl)
   | _, Vec.cons _ _, Idx.zero, Idx.succ _, _, _ => rfl
   | _, Vec.cons _ _, Idx.succ _, Idx.zero, _, _ => rfl
   | _, Vec.cons _ xs, Idx.succ i, Idx.succ j, v, h =>
