@@ -97,39 +97,53 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
         for r in terms.refs(first):  # conservatively: every element of a defining tensor
             taken.update(range(offset[r], offset[r] + impl_env[r].size))
         for t in rest:
-            labels = [int(x) for x in _labels(t, impl, offset).ravel()]
-            problem = next(("pads an element that must be defined" if lab == -1 else
-                            "sums, so it cannot bind single elements" if lab == -2 else
-                            f"constrains {flat[lab][0]} element {flat[lab][1]} twice"
-                            for k, lab in enumerate(labels) if lab < 0 or lab in taken or lab in labels[:k]),
-                           None)
+            elements = list(_labels(t, impl, offset).ravel())
+            problem = _binding_problem(elements, taken, flat)
             if problem is not None:
                 if strict:
                     raise Unsupported(f"relation of '{name}': {t} {problem}")
                 continue
-            for lab, val in zip(labels, spec_env[name].ravel()):
-                taken.add(lab)
-                tensor, i = flat[lab]
-                impl_env[tensor].ravel()[i] = val
+            for labs, val in zip(elements, spec_env[name].ravel()):
+                *others, last = labs  # last := value - others: exactly the solutions, others stay free
+                for lab in labs:
+                    taken.add(lab)
+                rest_sum = sum((impl_env[flat[o][0]].ravel()[flat[o][1]] for o in others), 0)
+                tensor, i = flat[last]
+                impl_env[tensor].ravel()[i] = val - rest_sum if others else val
     return spec_env, impl_env
 
 
+class _Labels(tuple):
+    """The impl input elements summed into one element of a clean expression."""
+
+    def __add__(self, o):
+        return _Labels(tuple(self) + tuple(o)) if isinstance(o, tuple) else self
+
+    __radd__ = __add__
+
+
 def _labels(t: terms.Term, impl: Graph, offset: dict) -> np.ndarray:
-    """Which impl input element each element of ``t`` is (-1: padding; -2: a sum, no single one)."""
-    if any(isinstance(x, terms.Call) and x.fn == "sum" for x in _subterms(t)):
-        return np.full(terms.infer_shape(t, lambda n: impl.tensors[n].shape), -2, dtype=np.int64)
-
-    def leaf(n: str) -> np.ndarray:  # labels shifted by one, so that zero padding reads -1
+    """For each element of ``t``, the impl input elements it sums (one for plain moves, none for padding)."""
+    def leaf(n: str) -> np.ndarray:
         size = int(np.prod(impl.tensors[n].shape, dtype=object))
-        return np.arange(offset[n] + 1, offset[n] + size + 1, dtype=np.int64).reshape(impl.tensors[n].shape)
-    return np.asarray(terms.evaluate(t, leaf)) - 1
+        out = np.empty(size, dtype=object)
+        out[:] = [_Labels((offset[n] + i,)) for i in range(size)]
+        return out.reshape(impl.tensors[n].shape)
+    out = np.asarray(terms.evaluate(t, leaf), dtype=object)
+    return np.frompyfunc(lambda x: x if isinstance(x, tuple) else _Labels(), 1, 1)(out) if out.size else out
 
 
-def _subterms(t: terms.Term):
-    yield t
-    if isinstance(t, terms.Call):
-        for a in t.args:
-            yield from _subterms(a)
+def _binding_problem(elements: list, taken: set[int], flat: list) -> str | None:
+    """Why these elements cannot be bound, if they cannot: each must sum distinct, untaken labels."""
+    seen: set[int] = set()
+    for labs in elements:
+        if not labs:
+            return "pads an element that must be defined"
+        for lab in labs:
+            if lab in taken or lab in seen:
+                return f"constrains {flat[lab][0]} element {flat[lab][1]} twice"
+            seen.add(lab)
+    return None
 
 
 @dataclass

@@ -10,10 +10,12 @@ coincidence costs a failed proof, never a wrong verdict.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 import numpy as np
 
+from certificates import terms
 from certificates.graph import Graph
 
 
@@ -46,11 +48,42 @@ class Index:
     def find(self, want: np.ndarray, region: set[str], limit: int = 6) -> list[str]:
         """Clean expressions (text) over ``region`` whose value equals ``want``; simplest first."""
         out: list[str] = []
-        shape = want.shape
+        for text, v in self._bases(region, want.size):
+            if v.shape == want.shape:
+                if same(v, want):
+                    out.append(text)
+            elif sorted(v.shape) == sorted(want.shape) and v.ndim <= 4:
+                for p in itertools.permutations(range(v.ndim)):
+                    if tuple(v.shape[i] for i in p) == want.shape and same(np.transpose(v, p), want):
+                        out.append(f"permute({text}, dims={list(p)})".replace(" ", "").replace(",", ", "))
+                        break
+            if v.shape != want.shape and same(v.reshape(want.shape), want):
+                out.append(f"reshape({text}, shape={list(want.shape)})".replace(" ", "").replace(",", ", "))
+        out += self._slices(want, region)
+        return self._simplest(out)[:limit]
+
+    def _simplest(self, exprs: list[str]) -> list[str]:
+        """One expression per placement (which impl element lands where), the shortest first."""
+        by_placement: dict[tuple, str] = {}
+        for text in sorted(dict.fromkeys(exprs), key=lambda e: (len(e), e)):
+            by_placement.setdefault(self._placement(text), text)
+        return list(by_placement.values())
+
+    def _placement(self, text: str) -> tuple:
+        def leaf(n: str) -> np.ndarray:
+            out = np.empty(self.impl.tensors[n].shape, dtype=object)
+            for ix in np.ndindex(*out.shape):
+                out[ix] = ((n, ix),)
+            return out
+        v = np.asarray(terms.evaluate(terms.parse(text), leaf), dtype=object)
+        return v.shape, tuple(frozenset(x) if isinstance(x, tuple) else frozenset() for x in v.ravel())
+
+    def _bases(self, region: set[str], numel: int):
+        """(expression, value) pairs with ``numel`` elements: tensors, and copies concatenated or summed."""
         for t in sorted(region):
             v = self.values.get(t)
-            if v is not None and v.shape == shape and same(v, want):
-                out.append(t)
+            if v is not None and v.size == numel:
+                yield t, v
         for stem in sorted({base(t)[0] for t in region}):
             copies = self.by_base.get(stem, {})
             for g in self.groups:
@@ -58,15 +91,18 @@ class Index:
                 if any(n is None or n not in region for n in names):
                     continue
                 vals = [self.values[n] for n in names]
-                if any(v.shape != vals[0].shape for v in vals):
+                if any(v.shape != vals[0].shape for v in vals) or vals[0].size * len(g) < numel:
                     continue
-                if vals[0].shape == shape and vals[0].dtype.kind == "f" and same(sum(vals[1:], vals[0]), want):
-                    out.append(f"sum({', '.join(names)})")
-                for d in range(len(shape)):
-                    if vals[0].ndim == len(shape) and vals[0].shape[d] * len(g) == shape[d] and \
-                            same(np.concatenate(vals, axis=d), want):
-                        out.append(f"concat({', '.join(names)}, dim={d})")
-        for t in sorted(region):  # a slice of a larger tensor (e.g. a padded vocabulary)
+                if vals[0].size == numel and vals[0].dtype.kind == "f":
+                    yield f"sum({', '.join(names)})", sum(vals[1:], vals[0])
+                if vals[0].size * len(g) == numel:
+                    for d in range(vals[0].ndim):
+                        yield f"concat({', '.join(names)}, dim={d})", np.concatenate(vals, axis=d)
+
+    def _slices(self, want: np.ndarray, region: set[str]) -> list[str]:
+        """A slice of a larger tensor along one dim (e.g. a padded vocabulary)."""
+        out, shape = [], want.shape
+        for t in sorted(region):
             v = self.values.get(t)
             if v is None or v.ndim != len(shape) or v.shape == shape:
                 continue
@@ -77,4 +113,4 @@ class Index:
                     if same(np.take(v, range(lo, lo + shape[d]), axis=d), want):
                         out.append(f"slice({t}, dim={d}, start={lo}, end={lo + shape[d]})")
                         break
-        return out[:limit]
+        return out
