@@ -42,6 +42,8 @@ DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "
 HARMLESS = {"device", "layout", "pin_memory", "memory_format", "non_blocking", "copy", "requires_grad"}
 IDENTITY = {"aten.detach.default", "aten.alias.default", "aten.clone.default", "aten.contiguous.default",
             "aten.lift_fresh_copy.default", "_c10d_functional.wait_tensor.default"}
+SAME_SHAPE_IDENTITY = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+                       "aten.expand.default"}
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default", "_c10d_functional.all_gather_into_tensor.default",
     "_c10d_functional.reduce_scatter_tensor.default", "_c10d_functional.all_to_all_single.default",
@@ -297,7 +299,7 @@ class Converter:
         if not hasattr(n.target, "_schema"):
             raise CaptureError(f"{where}: not an ATen operator")
         bound = _bind_args(n.target, n.args, n.kwargs)
-        if t in IDENTITY:
+        if t in IDENTITY or t in SAME_SHAPE_IDENTITY and _same_shape(bound[0][1], n):
             self.env[n] = self._val(bound[0][1])
             return
         if t in COLLECTIVES:
@@ -469,6 +471,11 @@ class Converter:
             outs = self._emit("recv", "c10d.send_recv.default", [], n, {"tag": int(args["tag"])},
                               group=[peer])
             self.env[n] = outs[0]
+
+
+def _same_shape(src, n) -> bool:
+    a, b = getattr(src, "meta", {}).get("val"), n.meta.get("val")
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and tuple(a.shape) == tuple(b.shape)
 
 
 def _same(v, d) -> bool:

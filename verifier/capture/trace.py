@@ -138,14 +138,19 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     example += [lspecs[k].example(device) for k in names_l]
     t0 = time.perf_counter()
     # Probe the forward once to learn the outputs (names and seed shapes).
-    with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True) as mode:
-        fake = [mode.from_tensor(x) for x in example]
-        with traceable_collectives(), torch.no_grad():
-            xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
-            with torch.nn.utils.stateless._reparametrize_module(
-                    module, {**{k: v for (k, _), v in zip(params, fake)},
-                             **{k: v for (k, _), v in zip(buffers, fake[n_p:])}}):
-                probe = _flat_out(call(module, **xs))
+    try:
+        with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            fake = [mode.from_tensor(x) for x in example]
+            with traceable_collectives(), torch.no_grad():
+                xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
+                with torch.nn.utils.stateless._reparametrize_module(
+                        module, {**{k: v for (k, _), v in zip(params, fake)},
+                                 **{k: v for (k, _), v in zip(buffers, fake[n_p:])}}):
+                    probe = _flat_out(call(module, **xs))
+    except CaptureError:
+        raise
+    except Exception as e:
+        raise _failed(e, where) from e
     n_out = len(probe)
     if output_names is None:
         output_names = ["out"] if n_out == 1 else [f"out{i}" for i in range(n_out)]
@@ -172,8 +177,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     except CaptureError:
         raise
     except Exception as e:  # data-dependent control flow, fake-tensor gaps, ...
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CaptureError(f"{where}: tracing failed: {type(e).__name__}: {msg[:300]}") from e
+        raise _failed(e, where) from e
     t1 = time.perf_counter()
     in_specs = [Input(k, tuple(p.shape), dtype_name(p.dtype, where), "parameter") for k, p in params]
     in_specs += [Input(k, tuple(b.shape), dtype_name(b.dtype, where), "buffer") for k, b in buffers]
@@ -197,6 +201,19 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     t2 = time.perf_counter()
     stats = {"trace_s": t1 - t0, "convert_s": t2 - t1, "fx_nodes": len(gm.graph.nodes)}
     return Captured(prog, gm, t2 - t0, stats)
+
+
+def _failed(e: Exception, where: str) -> CaptureError:
+    """A one-line capture error for an exception raised while tracing."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+
+    if isinstance(e, DataDependentOutputException):
+        return CaptureError(f"{where}: tracing failed: data-dependent control flow or value ({e.func}): "
+                            "capture needs control flow that does not read tensor values")
+    if isinstance(e, DynamicOutputShapeException):
+        return CaptureError(f"{where}: tracing failed: op {e.func} has a data-dependent output shape")
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return CaptureError(f"{where}: tracing failed: {type(e).__name__}: {msg[:300]}")
 
 
 def _range_ok(name: str, s: InputSpec, where: str) -> None:
