@@ -88,6 +88,9 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
                                     True, limits)
     rout = refinement.parse_relation(claim.get("output_relation"), spec, impl,
                                      f"{where}: output_relation", False, limits)
+    unrelated = [t for t in spec.outputs if t not in rout]
+    if unrelated:
+        raise Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
     method = evidence.get("method")
     if method == "whole-graph":
         detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)

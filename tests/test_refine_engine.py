@@ -145,3 +145,18 @@ def test_per_operator_tampering_rejected(name, per_op_cert, tmp_path):
     edit(c)
     ok, detail = outcome(c, tmp_path)
     assert not ok and fragment in detail, detail
+
+
+def test_claim_must_relate_every_spec_output(per_op_cert, tmp_path):
+    c = copy.deepcopy(per_op_cert)
+    c["claims"][0]["output_relation"] = {}
+    ok, detail = outcome(c, tmp_path)
+    assert not ok and "does not relate spec output 'Y'" in detail
+
+
+def test_outputs_without_expectation_are_claimed_as_found():
+    case = tp_mlp(2)
+    case.expect = {}
+    inf = infer(case)
+    cert = certificate.per_operator_certificate(inf)
+    assert set(cert["claims"][0]["output_relation"]["Y"]) == {"y@r0", "y@r1", "sum(p@r0, p@r1)"}

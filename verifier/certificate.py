@@ -9,6 +9,7 @@ from typing import Any
 
 from certificates import FORMAT, VERSION
 from certificates.limits import canonical_bytes
+from certificates.refinement import Relation
 
 from . import __version__
 from .direct import Result
@@ -21,8 +22,10 @@ def artifact(aid: str, value: Any) -> dict[str, Any]:
             "embedded": value}
 
 
-def _refinement(r: Result, engine: str, evidence: dict[str, Any]) -> dict[str, Any]:
+def _refinement(r: Result, engine: str, evidence: dict[str, Any], found: Relation | None = None) -> dict[str, Any]:
+    """A refinement certificate; spec outputs without an expectation are claimed as ``found``."""
     cid = r.case.name
+    claimed = {**{t: found[t] for t in r.spec.outputs if t not in r.expect and found}, **r.expect}
     return {
         "format": FORMAT, "version": VERSION,
         "header": {"tool": "pvcert", "tool_version": __version__, "engine": engine,
@@ -30,7 +33,7 @@ def _refinement(r: Result, engine: str, evidence: dict[str, Any]) -> dict[str, A
         "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl)]},
         "claims": [{"id": cid, "kind": "refinement", "spec": "spec", "impl": "impl",
                     "input_relation": {k: [str(t) for t in v] for k, v in r.inputs.items()},
-                    "output_relation": {k: [str(t) for t in v] for k, v in r.expect.items()}}],
+                    "output_relation": {k: [str(t) for t in v] for k, v in claimed.items()}}],
         "evidence": {cid: evidence},
         "verdict": "ACCEPT",
     }
@@ -54,7 +57,7 @@ def per_operator_certificate(inf: Inference) -> dict[str, Any]:
     found = {t: [str(e) for e in es] for t, es in inf.relation.items() if t not in r.spec.inputs}
     return _refinement(r, "per-operator", {
         "method": "per-operator", "seconds": round(inf.seconds, 4), "relation": found, "steps": inf.steps,
-        "obligations": inf.obligations, "reused": inf.reused})
+        "obligations": inf.obligations, "reused": inf.reused}, inf.relation)
 
 
 def write(cert: dict[str, Any], path: str) -> None:

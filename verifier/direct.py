@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from certificates import refinement
-from certificates.errors import Unsupported
+from certificates.errors import Malformed, Unsupported
 from certificates.graph import Graph, Tensor, evaluate, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
@@ -95,6 +95,10 @@ def verify(case: Case, seed: int = 0, limits: Limits | None = None) -> Result:
     limits = limits or Limits()
     start = time.monotonic()
     r = prepare(case, limits)
+    unrelated = [t for t in r.spec.outputs if t not in r.expect]
+    if unrelated:
+        raise Malformed(f"{case.name}: expect", f"the whole-graph engine needs an expectation for every "
+                                                f"spec output; '{unrelated[0]}' has none")
     r.counterexample = numeric_test(r, seed, limits)
     if r.counterexample is None:
         r.outcomes = refinement.check(r.spec, r.impl, r.inputs, r.expect, limits)
