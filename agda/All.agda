@@ -9,3 +9,4 @@ import ShapeReduction.SIMD
 import ShapeReduction.Reduction
 import Composition.Clean
 import Composition.Chain
+import Confluence.TruePositives
