@@ -228,9 +228,11 @@ class Converter:
             self.env[n] = spec.name
         nodes = list(self.gm.graph.nodes)
         self.pos = {n: i for i, n in enumerate(nodes)}
-        self.uses = {n: [self.pos[u] for u in n.users] for n in nodes}
+        self.uses = {n: [self.pos[u] for u in n.users if u in live] for n in nodes}
         for n in nodes:
             if n.op in ("placeholder", "output") or n not in live:
+                continue
+            if n.op == "get_attr" and self._constant(n):
                 continue
             if n.op == "get_attr":
                 raise CaptureError(f"{self.where}: node '{n.name}' reads a tensor constant "
@@ -247,6 +249,18 @@ class Converter:
             raise CaptureError(f"{self.where}: {len(outs)} outputs, {len(self.output_names)} names")
         self._outputs(outs)
         return self.prog
+
+    def _constant(self, n) -> bool:
+        """A one-element tensor constant (``torch.tensor(0.0)`` in model code) becomes ``full``."""
+        val = getattr(self.gm, n.target, None)
+        if not isinstance(val, torch.Tensor) or val.numel() != 1 or isinstance(
+                val, torch._subclasses.FakeTensor) or val.device.type == "meta":
+            return False
+        where = f"{self.where}: constant '{n.target}'"
+        attrs = {"size": list(val.shape), "fill_value": _scalar(val.item(), where),
+                 "dtype": dtype_name(val.dtype, where)}
+        self.env[n] = self._emit("op", "aten.full.default", [], n, attrs, vals=[val])[0]
+        return True
 
     def _outputs(self, outs) -> None:
         produced = {}
@@ -318,6 +332,8 @@ class Converter:
             return self._factory(n, "aten.full.default", {"size": [], "fill_value": bound[0][1]}, where)
         if t == "aten.copy.default":
             return self._copy(n, bound, where)
+        if t == "aten.index_put.default":
+            return self._index_put(n, bound, where)
         op = REGISTRY.get(t)
         if op is None:
             self.unsupported[t] = self.unsupported.get(t, 0) + 1
@@ -388,6 +404,37 @@ class Converter:
         self.env[n] = cur
         return [cur]
 
+    def _index_put(self, n, bound, where) -> list[str] | None:
+        """``x[mask] = v`` with one boolean mask over leading dims: ``where(mask, v, x)``."""
+        args = {a.name: v for a, v, _ in bound}
+        x, idx, v = args["self"], args["indices"], args["values"]
+        xv = x.meta["val"]
+        ok = (not args.get("accumulate") and len(idx) == 1 and isinstance(idx[0], torch.fx.Node)
+              and idx[0].meta["val"].dtype == torch.bool and isinstance(v, torch.fx.Node))
+        if ok:
+            mv, vv = idx[0].meta["val"], v.meta["val"]
+            k = mv.dim()
+            ok = tuple(mv.shape) == tuple(xv.shape[:k]) and vv.dim() <= xv.dim() - k
+            if ok:
+                try:
+                    torch.broadcast_shapes(tuple(vv.shape), tuple(xv.shape[k:]))
+                except RuntimeError:
+                    ok = False
+        if not ok:
+            self.unsupported["aten.index_put.default (other than x[bool_mask] = v)"] = 1
+            self.env[n] = UNSUP
+            return None
+        mask = self._val(idx[0])
+        extra = xv.dim() - k
+        if extra:
+            shape = list(mv.shape) + [1] * extra
+            mask = self._emit("op", "aten.view.default", [mask], n, {"size": shape},
+                              [torch.empty(shape, dtype=torch.bool, device="meta")])[0]
+        out = self._emit("op", "aten.where.self", [mask, self._val(v), self._val(x)], n, {},
+                         [torch.empty(xv.shape, dtype=xv.dtype, device="meta")])
+        self.env[n] = out[0]
+        return out
+
     def _inplace(self, n, t, bound, mut, where) -> None:
         if mut != [0]:
             raise CaptureError(f"{where}: in-place op mutating arguments {mut} is not supported")
@@ -408,7 +455,7 @@ class Converter:
             if not name.endswith("_"):
                 raise CaptureError(f"{where}: mutating op without an out-of-place form")
             functional = f"{name[:-1]}.{overload}"
-            if functional not in REGISTRY:
+            if functional not in REGISTRY and functional != "aten.index_put.default":
                 self.unsupported[t] = self.unsupported.get(t, 0) + 1
                 self.env[n] = self.env[target] = UNSUP
                 return
