@@ -42,6 +42,8 @@ DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "
 HARMLESS = {"device", "layout", "pin_memory", "memory_format", "non_blocking", "copy", "requires_grad"}
 IDENTITY = {"aten.detach.default", "aten.alias.default", "aten.clone.default", "aten.contiguous.default",
             "aten.lift_fresh_copy.default", "_c10d_functional.wait_tensor.default"}
+SCALAR_SELF = {"aten.sub.Tensor": "aten.rsub.Scalar", "aten.add.Tensor": "aten.add.Tensor",
+               "aten.mul.Tensor": "aten.mul.Tensor"}
 SAME_SHAPE_IDENTITY = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
                        "aten.expand.default"}
 COLLECTIVES = {
@@ -334,6 +336,16 @@ class Converter:
             return self._copy(n, bound, where)
         if t == "aten.index_put.default":
             return self._index_put(n, bound, where)
+        if t in ("aten.slice_backward.default", "aten.select_backward.default"):
+            return self._slice_backward(n, t, bound, where)
+        if t in SCALAR_SELF and not isinstance(bound[0][1], torch.fx.Node) \
+                and isinstance(bound[1][1], torch.fx.Node):
+            # c - x, c + x, c * x traced with a number as 'self': the same op on the tensor
+            c, x = bound[0][1], bound[1][1]
+            args = [x, c] + [v for _, v, _ in bound[2:]]
+            nt = SCALAR_SELF[t]
+            tgt = getattr(getattr(torch.ops.aten, nt.split(".")[1]), nt.split(".")[2])
+            return self._plain(n, nt, _bind_args(tgt, args, {}), where, vals)
         op = REGISTRY.get(t)
         if op is None:
             self.unsupported[t] = self.unsupported.get(t, 0) + 1
@@ -432,6 +444,35 @@ class Converter:
                               [torch.empty(shape, dtype=torch.bool, device="meta")])[0]
         out = self._emit("op", "aten.where.self", [mask, self._val(v), self._val(x)], n, {},
                          [torch.empty(xv.shape, dtype=xv.dtype, device="meta")])
+        self.env[n] = out[0]
+        return out
+
+    def _slice_backward(self, n, t, bound, where) -> list[str] | None:
+        """The gradient of a slice (step 1) or select: the gradient zero-padded back."""
+        args = {a.name: v for a, v, _ in bound}
+        sizes = [int(x) for x in args["input_sizes"]]
+        d = int(args["dim"]) % len(sizes)
+        g = self._val(args["grad_output"])
+        gv = args["grad_output"].meta["val"]
+        if t == "aten.select_backward.default":
+            i = int(args["index"]) % sizes[d]
+            lo, hi = i, sizes[d] - i - 1
+            shape = list(gv.shape[:d]) + [1] + list(gv.shape[d:])
+            g = self._emit("op", "aten.unsqueeze.default", [g], n, {"dim": d},
+                           [torch.empty(shape, dtype=gv.dtype, device="meta")])[0]
+        else:
+            start, end, step = args["start"], args["end"], args["step"]
+            start = 0 if start is None else int(start)
+            end = sizes[d] if end is None else int(end)
+            start = max(0, min(start + sizes[d] if start < 0 else start, sizes[d]))
+            end = max(start, min(end + sizes[d] if end < 0 else end, sizes[d]))
+            if int(step) != 1 or end - start != gv.shape[d]:
+                self.unsupported[f"{t} (step {step})"] = 1
+                self.env[n] = UNSUP
+                return None
+            lo, hi = start, sizes[d] - end
+        pad = [0, 0] * (len(sizes) - 1 - d) + [lo, hi]
+        out = self._emit("op", "aten.constant_pad_nd.default", [g], n, {"pad": pad, "value": 0})
         self.env[n] = out[0]
         return out
 

@@ -116,7 +116,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
                 xs[k] = xs[k].requires_grad_(True)
         state = {k: v for (k, _), v in zip(params, ps)}
         state.update({k: v for (k, _), v in zip(buffers, bs)})
-        with torch.nn.utils.stateless._reparametrize_module(module, state):
+        with torch.nn.utils.stateless._reparametrize_module(module, state, tie_weights=True):
             out = call(module, **xs)
         outs = _flat_out(out)
         if not backward:
@@ -145,7 +145,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
                 xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
                 with torch.nn.utils.stateless._reparametrize_module(
                         module, {**{k: v for (k, _), v in zip(params, fake)},
-                                 **{k: v for (k, _), v in zip(buffers, fake[n_p:])}}):
+                                 **{k: v for (k, _), v in zip(buffers, fake[n_p:])}}, tie_weights=True):
                     probe = _flat_out(call(module, **xs))
     except CaptureError:
         raise
