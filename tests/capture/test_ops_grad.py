@@ -146,3 +146,12 @@ def test_nll_loss_backward(n, reduction):
     close(run("aten.nll_loss_backward.default", xs, reduction=reduction, ignore_index=-100)[0], want)
     if n > 1:  # not all targets ignored
         symbolic_agrees("aten.nll_loss_backward.default", xs, [0, 1], reduction=reduction, ignore_index=-100)
+
+
+@pytest.mark.parametrize("shape", shapes())
+@pytest.mark.parametrize("fn", ["cos", "sin"])
+def test_cos_sin(shape, fn):
+    x = rand(shape)
+    want = getattr(torch, fn)(torch.tensor(x))
+    close(run(f"aten.{fn}.default", [x])[0], want)
+    symbolic_agrees(f"aten.{fn}.default", [x], [0])

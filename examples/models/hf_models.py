@@ -1,0 +1,42 @@
+"""transformers models from small configs with random init (no download): a 1-layer
+Llama and a 1-layer GPT-2, eager attention, dropout off. They are called with explicit
+position ids and a 4-D additive float attention mask, so the library builds no mask
+from ``arange``/``cumsum`` inside the graph."""
+
+from __future__ import annotations
+
+import torch
+
+VOCAB, SEQ = 32, 4
+
+
+def llama(layers: int = 1, hidden: int = 16, heads: int = 4, kv_heads: int = 2, ffn: int = 32, device=None):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=64,
+                      attn_implementation="eager")
+    with torch.device(device or "cpu"):
+        return LlamaForCausalLM(cfg)
+
+
+def gpt2(layers: int = 1, hidden: int = 16, heads: int = 4):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(vocab_size=VOCAB, n_embd=hidden, n_layer=layers, n_head=heads, n_positions=64,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, attn_implementation="eager",
+                     bos_token_id=0, eos_token_id=0)
+    return GPT2LMHeadModel(cfg)
+
+
+def call(m, input_ids, position_ids, attention_mask):
+    return m(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
+             use_cache=False).logits
+
+
+def inputs(batch: int = 1, seq: int = SEQ):
+    from verifier.capture.trace import InputSpec
+
+    return {"input_ids": InputSpec((batch, seq), torch.int64, range=(0, VOCAB)),
+            "position_ids": InputSpec((batch, seq), torch.int64, range=(0, seq)),
+            "attention_mask": InputSpec((batch, 1, seq, seq), torch.float32, role="mask")}

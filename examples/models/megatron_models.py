@@ -1,0 +1,71 @@
+"""megatron-core (PyPI) layers built for capture on CPU (see docs/capture.md).
+
+``tp_linears(rank, world)``: ColumnParallelLinear -> GELU -> RowParallelLinear.
+``gpt(rank, world)``: a 1-layer GPTModel with the local (non-Transformer-Engine) layer
+spec, dropout off, learned absolute positions; called with explicit position ids and
+a boolean attention mask (True = masked), so no mask is built on a CUDA device.
+Both call ``tp_setup`` (Megatron's parallel state for the current fake rank) and must
+run inside ``verifier.capture.megatron.cpu_patches()``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from verifier.capture.megatron import tp_setup
+
+VOCAB, SEQ, HIDDEN, HEADS = 32, 4, 16, 4
+
+
+def tp_linears(rank: int, world: int, d: int = 4, f: int = 8):
+    from megatron.core.model_parallel_config import ModelParallelConfig
+    from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear
+
+    tp_setup(world)
+    cfg = ModelParallelConfig(tensor_model_parallel_size=world, use_cpu_initialization=True)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = ColumnParallelLinear(d, f, config=cfg, init_method=nn.init.xavier_normal_, bias=True,
+                                            gather_output=False)
+            self.fc2 = RowParallelLinear(f, d, config=cfg, init_method=nn.init.xavier_normal_, bias=True,
+                                         input_is_parallel=True, skip_bias_add=False)
+
+        def forward(self, x):
+            h, _ = self.fc1(x)
+            y, _ = self.fc2(F.gelu(h))
+            return y
+
+    return Block()
+
+
+def gpt(rank: int, world: int):
+    from megatron.core.models.gpt import GPTModel
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    tp_setup(world)
+    cfg = TransformerConfig(num_layers=1, hidden_size=HIDDEN, num_attention_heads=HEADS,
+                            use_cpu_initialization=True, tensor_model_parallel_size=world,
+                            hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
+                            bias_activation_fusion=False, masked_softmax_fusion=False,
+                            gradient_accumulation_fusion=False, apply_rope_fusion=False,
+                            persist_layer_norm=False)
+    model = GPTModel(config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=VOCAB,
+                     max_sequence_length=SEQ, position_embedding_type="learned_absolute")
+
+    def call(m, input_ids, position_ids, attention_mask):
+        return m(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask)
+
+    return model, call
+
+
+def gpt_inputs(batch: int = 1):
+    from verifier.capture.trace import InputSpec
+
+    return {"input_ids": InputSpec((batch, SEQ), torch.int64, range=(0, VOCAB)),
+            "position_ids": InputSpec((batch, SEQ), torch.int64, range=(0, SEQ)),
+            "attention_mask": InputSpec((batch, 1, SEQ, SEQ), torch.bool, role="mask")}
