@@ -36,7 +36,7 @@ def test_tp_mlp_forward_proved():
     assert outcomes and all(o.holds for o in outcomes), [o.failure for o in outcomes]
 
 
-@pytest.mark.parametrize("name", ["tp_mlp", "sp_mlp", "vocab_embedding", "ep_moe", "tp_attention"])
+@pytest.mark.parametrize("name", ["tp_mlp", "sp_mlp", "vocab_embedding", "ep_moe", "tp_attention", "dtensor_mlp"])
 def test_example_cases_proved(name):
     case = load_case(os.path.join(CASES, f"{name}.py"))
     assert isinstance(case, Case) and case.name == name
@@ -115,3 +115,27 @@ def test_data_dependent_control_flow(tmp_path):
         """)
     with pytest.raises(Malformed, match="ddcf_spec: tracing failed: .*(data.dependent|Data.dependent|symbolic)"):
         load_case(p)
+
+
+def test_dtensor_relations_from_placements():
+    case = load_case(os.path.join(CASES, "dtensor_mlp.py"))
+    assert case.input_relation["fc1.weight"] == ["concat(fc1.weight@r0, fc1.weight@r1, dim=0)"]
+    assert case.input_relation["fc2.weight"] == ["concat(fc2.weight@r0, fc2.weight@r1, dim=1)"]
+    assert case.input_relation["fc2.bias"] == ["fc2.bias@r0", "fc2.bias@r1"]
+    assert case.expect["grad.fc1.bias"] == ["concat(grad.fc1.bias@r0, grad.fc1.bias@r1, dim=0)"]
+
+
+def test_placements_relation_2d_and_partial():
+    from torch.distributed.tensor import Partial, Replicate, Shard
+
+    from verifier.capture.relations import partial, placements_relation, replicate, shard
+
+    mesh = [[0, 1], [2, 3]]
+    assert placements_relation("w", (Shard(0), Shard(1)), mesh) == [
+        "concat(concat(w@r0, w@r1, dim=1), concat(w@r2, w@r3, dim=1), dim=0)"]
+    assert placements_relation("w", (Replicate(), Shard(0)), mesh) == [
+        "concat(w@r0, w@r1, dim=0)", "concat(w@r2, w@r3, dim=0)"]
+    assert placements_relation("g", (Partial(),), [0, 1, 2]) == ["sum(g@r0, g@r1, g@r2)"]
+    assert shard("x", dim=1).exprs(2) == ["concat(x@r0, x@r1, dim=1)"]
+    assert replicate("x").exprs(3) == ["x@r0", "x@r1", "x@r2"]
+    assert partial("g").exprs([1, 3]) == ["sum(g@r1, g@r3)"]

@@ -32,6 +32,15 @@ class Capture:
             out[n["target"]] = out.get(n["target"], 0) + 1
         return out
 
+    def relations(self) -> dict[str, list[str]]:
+        """Clean expressions of every DTensor input/output from its placements (rank 0's view)."""
+        from .relations import placements_relation
+
+        out = {}
+        for name, (placements, mesh, *_rest) in self.programs[0].placements.items():
+            out[name] = placements_relation(name, placements, mesh)
+        return out
+
     def collectives(self) -> list[dict]:
         return [n for n in self.graph["nodes"] if "group" in n]
 

@@ -38,7 +38,9 @@ class CaptureCase:
     ``inputs`` are the spec's example inputs (name -> shape / InputSpec); ``impl_inputs``
     those of the implementation (a dict, or a function of the rank; default: ``inputs``).
     ``input_relation`` and ``expect`` map spec tensor names to clean expressions, given
-    as strings or with ``shard`` / ``replicate`` / ``partial``. With ``backward``, the
+    as strings or with ``shard`` / ``replicate`` / ``partial``; DTensor parameters of the
+    implementation (and their gradients) get theirs from their placements unless given.
+    With ``backward``, the
     graphs also compute gradients ``grad.<param>`` and ``grad.<input>`` from seeds
     ``d_<output>`` (relate the seeds in ``input_relation``), or of ``loss`` when given.
     """
@@ -58,6 +60,7 @@ class CaptureCase:
     output_names: list[str] | None = None
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    dtensor_relations: bool = True   # DTensor parameters (and their gradients): from placements
 
 
 def _import(path: str):
@@ -126,11 +129,15 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
     except CaptureError as e:
         raise Malformed(where, f"capture failed: {e}") from None
     rels = {}
+    auto = impl.relations() if c.dtensor_relations else {}
+    spec_inputs, spec_outputs = set(spec.graph["inputs"]), set(spec.graph["outputs"])
     for key, val in (("input_relation", c.input_relation), ("expect", c.expect)):
         if not isinstance(val, dict):
             raise Malformed(where, f"{key} must map spec tensor names to relations")
+        names = spec_inputs if key == "input_relation" else spec_outputs
         try:
-            rels[key] = {k: resolve(v, c.world_size) for k, v in val.items()}
+            rels[key] = {k: v for k, v in auto.items() if k in names and k not in val}
+            rels[key].update({k: resolve(v, c.world_size) for k, v in val.items()})
         except (TypeError, ValueError) as e:
             raise Malformed(where, f"{key}: {e}") from None
     return Case(c.name, spec.graph, impl.graph, rels["input_relation"], rels["expect"])

@@ -98,6 +98,7 @@ class RankProgram:
     items: list[Item] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     where: str = ""
+    placements: dict[str, tuple] = field(default_factory=dict)  # DTensor inputs/outputs
 
     def op_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -100,6 +100,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     device = next((p.device for _, p in params), torch.device("cpu"))
     call = call or (lambda m, **kw: m(**kw))
     n_p, n_b, n_in = len(params), len(buffers), len(specs)
+    out_place: dict[int, tuple] = {}
     names_in = list(specs)
     names_l = list(lspecs)
     out_names: list[str] = []
@@ -114,11 +115,13 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
             ps = [p.requires_grad_(True) for p in ps]
             for k in diff_inputs:
                 xs[k] = xs[k].requires_grad_(True)
-        state = {k: v for (k, _), v in zip(params, ps)}
-        state.update({k: v for (k, _), v in zip(buffers, bs)})
+        state = {k: _wrap(v, dmeta.get(k)) for (k, _), v in zip(params, ps)}
+        state.update({k: _wrap(v, dmeta.get(k)) for (k, _), v in zip(buffers, bs)})
         with torch.nn.utils.stateless._reparametrize_module(module, state, tie_weights=True):
             out = call(module, **xs)
         outs = _flat_out(out)
+        out_place.update({i: _dtensor_meta(o) for i, o in enumerate(outs) if _dtensor_meta(o)})
+        outs = [_local(o) for o in outs]
         if not backward:
             return outs
         wrt = ps + [xs[k] for k in diff_inputs]
@@ -133,7 +136,8 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
                                         allow_unused=True)
         return outs + [g for g in grads if g is not None], [g is not None for g in grads]
 
-    example = [p.detach() for _, p in params] + [b.detach() for _, b in buffers]
+    dmeta = {k: _dtensor_meta(p) for k, p in params + buffers if _dtensor_meta(p) is not None}
+    example = [_local(p).detach() for _, p in params] + [_local(b).detach() for _, b in buffers]
     example += [specs[k].example(device) for k in names_in]
     example += [lspecs[k].example(device) for k in names_l]
     t0 = time.perf_counter()
@@ -144,9 +148,10 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
             with traceable_collectives(), torch.no_grad():
                 xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
                 with torch.nn.utils.stateless._reparametrize_module(
-                        module, {**{k: v for (k, _), v in zip(params, fake)},
-                                 **{k: v for (k, _), v in zip(buffers, fake[n_p:])}}, tie_weights=True):
-                    probe = _flat_out(call(module, **xs))
+                        module, {**{k: _wrap(v, dmeta.get(k)) for (k, _), v in zip(params, fake)},
+                                 **{k: _wrap(v, dmeta.get(k)) for (k, _), v in zip(buffers, fake[n_p:])}},
+                        tie_weights=True):
+                    probe = [_local(o) for o in _flat_out(call(module, **xs))]
     except CaptureError:
         raise
     except Exception as e:
@@ -179,8 +184,8 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     except Exception as e:  # data-dependent control flow, fake-tensor gaps, ...
         raise _failed(e, where) from e
     t1 = time.perf_counter()
-    in_specs = [Input(k, tuple(p.shape), dtype_name(p.dtype, where), "parameter") for k, p in params]
-    in_specs += [Input(k, tuple(b.shape), dtype_name(b.dtype, where), "buffer") for k, b in buffers]
+    in_specs = [Input(k, tuple(_local(p).shape), dtype_name(p.dtype, where), "parameter") for k, p in params]
+    in_specs += [Input(k, tuple(_local(b).shape), dtype_name(b.dtype, where), "buffer") for k, b in buffers]
     for k in names_in:
         s = specs[k]
         _range_ok(k, s, where)
@@ -198,9 +203,41 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         outs += [f"grad.{k}" for k, m in zip(wrt_names, used["mask"]) if m]
     conv = Converter(gm, rank, where, in_specs, outs, group_ranks)
     prog = conv.run()
+    prog.placements = dict(dmeta)
+    for i, pl in out_place.items():
+        prog.placements[output_names[i]] = pl
+    if backward:
+        for k, m in zip(wrt_names, used["mask"]):
+            if m and k in dmeta:
+                prog.placements[f"grad.{k}"] = dmeta[k]
     t2 = time.perf_counter()
     stats = {"trace_s": t1 - t0, "convert_s": t2 - t1, "fx_nodes": len(gm.graph.nodes)}
     return Captured(prog, gm, t2 - t0, stats)
+
+
+def _dtensor_meta(t):
+    """``(placements, mesh ranks, mesh, global shape, stride)`` of a DTensor, else None."""
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(t, DTensor):
+        return (tuple(t.placements), t.device_mesh.mesh.tolist(), t.device_mesh, tuple(t.shape), t.stride())
+    return None
+
+
+def _local(t):
+    from torch.distributed.tensor import DTensor
+
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def _wrap(local, meta):
+    """The DTensor a parameter was, around its local part (no communication)."""
+    if meta is None:
+        return local
+    from torch.distributed.tensor import DTensor
+
+    placements, _, mesh, shape, stride = meta
+    return DTensor.from_local(local, mesh, placements, run_check=False, shape=shape, stride=stride)
 
 
 def _failed(e: Exception, where: str) -> CaptureError:
