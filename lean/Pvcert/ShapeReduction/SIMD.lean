@@ -113,8 +113,8 @@ structure SIMD (V : Type) (n m k : Nat) where
 def deps {V : Type} {n m k : Nat} (f : SIMD V n m k) (i : Index n) : Vec (Index m) k :=
   Vec.map (fun b => addI (linApp f.lin i) b) f.off
 
-/-- Agda: `apply` -/
-def apply {V : Type} {n m k : Nat} (f : SIMD V n m k) (x : Index m → V) (i : Index n) : V :=
+/-- Agda: `apply` (renamed: `apply` is also a tactic name) -/
+def simdApply {V : Type} {n m k : Nat} (f : SIMD V n m k) (x : Index m → V) (i : Index n) : V :=
   f.kernel (Vec.map x (deps f i))
 
 /-- Agda: `Distinct` (Fact 5: no duplicated input indices) -/
@@ -135,20 +135,20 @@ theorem memV_cons_absurd {m k : Nat} {a b : Index m} {B : Vec (Index m) k}
   | ⟨Idx.succ l, e⟩ => nin ⟨l, e⟩
 
 /-- Agda: `find` -/
-def find {m : Nat} (a : Index m) : {k : Nat} → (B : Vec (Index m) k) → MemV a B ⊕ (MemV a B → False)
-  | _, Vec.nil => Sum.inr (fun s => nomatch s.1)
+def find {m : Nat} (a : Index m) : {k : Nat} → (B : Vec (Index m) k) → PSum (MemV a B) (MemV a B → False)
+  | _, Vec.nil => PSum.inr (fun s => nomatch s.1)
   | _, Vec.cons b B =>
     match Vec.decEqNat b a with
-    | Decidable.isTrue e => Sum.inl ⟨Idx.zero, e⟩
+    | Decidable.isTrue e => PSum.inl ⟨Idx.zero, e⟩
     | Decidable.isFalse ne =>
       match find a B with
-      | Sum.inl s => Sum.inl ⟨Idx.succ s.1, s.2⟩
-      | Sum.inr nin => Sum.inr (memV_cons_absurd ne nin)
+      | PSum.inl s => PSum.inl ⟨Idx.succ s.1, s.2⟩
+      | PSum.inr nin => PSum.inr (memV_cons_absurd ne nin)
 
 def pick {V : Type} (v0 : V) {m k : Nat} {A : Vec (Index m) k} {p : Index m} (X : Vec V k) :
-    MemV p A ⊕ (MemV p A → False) → V
-  | Sum.inl s => Vec.get X s.1
-  | Sum.inr _ => v0
+    PSum (MemV p A) (MemV p A → False) → V
+  | PSum.inl s => Vec.get X s.1
+  | PSum.inr _ => v0
 
 /-- Agda: `mk` (the input tensor holding X at the indices A, v0 elsewhere) -/
 def mk {V : Type} (v0 : V) {m k : Nat} (A : Vec (Index m) k) (X : Vec V k) (p : Index m) : V :=
@@ -156,9 +156,9 @@ def mk {V : Type} (v0 : V) {m k : Nat} (A : Vec (Index m) k) (X : Vec V k) (p : 
 
 theorem pick_at {V : Type} (v0 : V) {m k : Nat} (A : Vec (Index m) k) (dA : Distinct A)
     (X : Vec V k) (l : Idx k) :
-    (r : MemV (Vec.get A l) A ⊕ (MemV (Vec.get A l) A → False)) → pick v0 X r = Vec.get X l
-  | Sum.inl s => congrArg (Vec.get X) (dA s.1 l s.2)
-  | Sum.inr nin => False.elim (nin ⟨l, rfl⟩)
+    (r : PSum (MemV (Vec.get A l) A) (MemV (Vec.get A l) A → False)) → pick v0 X r = Vec.get X l
+  | PSum.inl s => congrArg (Vec.get X) (dA s.1 l s.2)
+  | PSum.inr nin => False.elim (nin ⟨l, rfl⟩)
 
 /-- Agda: `mk-at` -/
 theorem mk_at {V : Type} (v0 : V) {m k : Nat} (A : Vec (Index m) k) (dA : Distinct A)
@@ -172,9 +172,9 @@ theorem mk_map {V : Type} (v0 : V) {m k : Nat} (A : Vec (Index m) k) (dA : Disti
 
 theorem pick_other {V : Type} (v0 : V) {m k : Nat} (A : Vec (Index m) k) (X : Vec V k)
     (l : Idx k) (v : V) (p : Index m) (h : ∀ l' : Idx k, Vec.get A l' = p → l' ≠ l) :
-    (r : MemV p A ⊕ (MemV p A → False)) → pick v0 X r = pick v0 (Vec.set X l v) r
-  | Sum.inl s => (Vec.get_set_ne X s.1 l v (h s.1 s.2)).symm
-  | Sum.inr _ => rfl
+    (r : PSum (MemV p A) (MemV p A → False)) → pick v0 X r = pick v0 (Vec.set X l v) r
+  | PSum.inl s => (Vec.get_set_ne X s.1 l v (h s.1 s.2)).symm
+  | PSum.inr _ => rfl
 
 /-! ## Claim 6 -/
 
@@ -205,8 +205,8 @@ def claim6 {V : Type} (v0 : V) {m k : Nat} (θ θ' : Vec V k → V) (A B : Vec (
     (agree : ∀ x : Index m → V, θ (Vec.map x A) = θ' (Vec.map x B)) (l : Idx k) :
     MemV (Vec.get A l) B :=
   match find (Vec.get A l) B with
-  | Sum.inl s => s
-  | Sum.inr nin => False.elim (claim6_absurd v0 θ θ' A B dA wf agree l nin)
+  | PSum.inl s => s
+  | PSum.inr nin => False.elim (claim6_absurd v0 θ θ' A B dA wf agree l nin)
 
 /-! ## Lemma 7 (corrected) -/
 
@@ -351,11 +351,11 @@ theorem simd_reduction_succ {V : Type} (v0 : V) {n m k : Nat}
     (θf θg : Vec V (k + 1) → V) (Mf Mg : Vec (Index m) n) (A B : Vec (Index m) (k + 1))
     (dA : Distinct A) (dB : Distinct B) (wf : WellFormed θf) (wg : WellFormed θg)
     (p0 : ∀ x : Index m → V,
-      apply (SIMD.mk θf Mf A) x (zeroI n) = apply (SIMD.mk θg Mg B) x (zeroI n))
+      simdApply (SIMD.mk θf Mf A) x (zeroI n) = simdApply (SIMD.mk θg Mg B) x (zeroI n))
     (pu : ∀ (j : Idx n) (x : Index m → V),
-      apply (SIMD.mk θf Mf A) x (unit j) = apply (SIMD.mk θg Mg B) x (unit j))
+      simdApply (SIMD.mk θf Mf A) x (unit j) = simdApply (SIMD.mk θg Mg B) x (unit j))
     (x : Index m → V) (i : Index n) :
-    apply (SIMD.mk θf Mf A) x i = apply (SIMD.mk θg Mg B) x i := by
+    simdApply (SIMD.mk θf Mf A) x i = simdApply (SIMD.mk θg Mg B) x i := by
   have agree0 : ∀ x : Index m → V, θf (Vec.map x A) = θg (Vec.map x B) := fun x =>
     Eq.trans (congrArg (fun z => θf (Vec.map x z)) (shift_zero Mf A).symm)
       (Eq.trans (p0 x) (congrArg (fun z => θg (Vec.map x z)) (shift_zero Mg B)))
@@ -382,9 +382,9 @@ and well-formed kernels that agree, for all inputs, at the index 0 and at the
 unit indices e_j agree, for all inputs, at every index. -/
 theorem simd_reduction {V : Type} (v0 : V) {n m : Nat} : {k : Nat} → (f g : SIMD V n m k) →
     Distinct f.off → Distinct g.off → WellFormed f.kernel → WellFormed g.kernel →
-    (∀ x : Index m → V, apply f x (zeroI n) = apply g x (zeroI n)) →
-    (∀ (j : Idx n) (x : Index m → V), apply f x (unit j) = apply g x (unit j)) →
-    ∀ (x : Index m → V) (i : Index n), apply f x i = apply g x i
+    (∀ x : Index m → V, simdApply f x (zeroI n) = simdApply g x (zeroI n)) →
+    (∀ (j : Idx n) (x : Index m → V), simdApply f x (unit j) = simdApply g x (unit j)) →
+    ∀ (x : Index m → V) (i : Index n), simdApply f x i = simdApply g x i
   | 0, ⟨_, _, Vec.nil⟩, ⟨_, _, Vec.nil⟩, _, _, _, _, p0, _, x, _ => p0 x
   | _ + 1, ⟨θf, Mf, A⟩, ⟨θg, Mg, B⟩, dA, dB, wf, wg, p0, pu, x, i =>
       simd_reduction_succ v0 θf θg Mf Mg A B dA dB wf wg p0 pu x i
@@ -393,8 +393,8 @@ theorem simd_reduction {V : Type} (v0 : V) {n m : Nat} : {k : Nat} → (f g : SI
 theorem simd_corners {V : Type} (v0 : V) {n m k : Nat} (f g : SIMD V n m k)
     (dA : Distinct f.off) (dB : Distinct g.off) (wf : WellFormed f.kernel)
     (wg : WellFormed g.kernel)
-    (corners : ∀ i : Index n, Corner i → ∀ x : Index m → V, apply f x i = apply g x i) :
-    ∀ (x : Index m → V) (i : Index n), apply f x i = apply g x i :=
+    (corners : ∀ i : Index n, Corner i → ∀ x : Index m → V, simdApply f x i = simdApply g x i) :
+    ∀ (x : Index m → V) (i : Index n), simdApply f x i = simdApply g x i :=
   simd_reduction v0 f g dA dB wf wg
     (corners (zeroI n) (fun c => corner_zero c))
     (fun j => corners (unit j) (fun c => corner_unit j c))
