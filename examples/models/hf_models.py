@@ -10,11 +10,12 @@ import torch
 VOCAB, SEQ = 32, 4
 
 
-def llama(layers: int = 1, hidden: int = 16, heads: int = 4, kv_heads: int = 2, ffn: int = 32, device=None):
+def llama(layers: int = 1, hidden: int = 16, heads: int = 4, kv_heads: int = 2, ffn: int = 32, device=None,
+          vocab: int = VOCAB):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
-                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=64,
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=4096,
                       attn_implementation="eager")
     with torch.device(device or "cpu"):
         return LlamaForCausalLM(cfg)
@@ -34,9 +35,9 @@ def call(m, input_ids, position_ids, attention_mask):
              use_cache=False).logits
 
 
-def inputs(batch: int = 1, seq: int = SEQ):
+def inputs(batch: int = 1, seq: int = SEQ, vocab: int = VOCAB):
     from verifier.capture.trace import InputSpec
 
-    return {"input_ids": InputSpec((batch, seq), torch.int64, range=(0, VOCAB)),
+    return {"input_ids": InputSpec((batch, seq), torch.int64, range=(0, vocab)),
             "position_ids": InputSpec((batch, seq), torch.int64, range=(0, seq)),
             "attention_mask": InputSpec((batch, 1, seq, seq), torch.float32, role="mask")}
