@@ -1,6 +1,7 @@
 {-# OPTIONS --safe --without-K #-}
 module All where
 import Confluence.Mask
+import Confluence.Context
 import Confluence.Lang
 import Confluence.Abstract
 import Confluence.Diamond

@@ -18,7 +18,7 @@ open import Data.List using (List; []; _∷_)
 open import Data.Vec using (Vec; []; _∷_; lookup; _[_]≔_; map)
 open import Data.Product using (∃; _×_; _,_)
 open import Relation.Binary.PropositionalEquality
-open import Confluence.Mask public
+open import Confluence.Context N M public
 
 Tid  = Fin N
 Addr = Fin M
@@ -101,30 +101,6 @@ data _⟶u_ : UState → UState → Set where
 -- after the last write, and for every thread r the set of threads not
 -- yet ordered after r's last read of the address.
 
-record ACtx : Set where
-  constructor actx
-  field
-    wU : Mask N
-    rU : Vec (Mask N) N
-open ACtx public
-
-syncA : Mask N → ACtx → ACtx
-syncA S c = actx (bar S (wU c)) (map (bar S) (rU c))
-
--- a read by t races with an unsynchronised last write
-rdBad : Tid → ACtx → Bool
-rdBad t c = lookup (wU c) t
-
--- a write by t races with an unsynchronised last write or read
-wrBad : Tid → ACtx → Bool
-wrBad t c = lookup (wU c) t ∨ anyAt t (rU c)
-
-rdUpd : Tid → ACtx → ACtx
-rdUpd t c = actx (wU c) (rU c [ t ]≔ allBut t)
-
-wrUpd : Tid → ACtx → ACtx
-wrUpd t c = actx (allBut t) (rU c)
-
 badAct : Tid → Act → Vec ACtx M → Bool
 badAct t (rd a g)   cs = rdBad t (lookup cs a)
 badAct t (wr a w x) cs = wrBad t (lookup cs a)
@@ -167,7 +143,3 @@ data _⟶_ : Conf → Conf → Set where
 -- forgetting the race-tracking context
 erase : State → UState
 erase s = ustate (thr s) (mem s)
-
--- initial context: nothing written or read yet
-ctx₀ : Vec ACtx M
-ctx₀ = Data.Vec.replicate (actx (Data.Vec.replicate false) (Data.Vec.replicate (Data.Vec.replicate false)))
