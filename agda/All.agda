@@ -11,3 +11,4 @@ import ShapeReduction.Reduction
 import Composition.Clean
 import Composition.Chain
 import Confluence.TruePositives
+import Confluence.Homomorphism
