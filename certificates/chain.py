@@ -58,10 +58,18 @@ def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None,
     else:
         ins = [t for t in dict.fromkeys(node.inputs) if t is not None]
         local_spec = subgraph(spec, node.name, [node], node.outputs)
-    rin = {t: rel[t] for t in ins}
-    frontier = {r for t in ins for e in rin[t] for r in terms.refs(e)}
+    rin = {t: list(rel[t]) for t in ins}
     targets = [r for es in outputs.values() for e in es for r in terms.refs(e)]
-    local_impl = subgraph(impl, f"cone of {local_spec.name}", cone(impl, targets, frontier), targets, frontier)
+    while True:
+        frontier = {r for es in rin.values() for e in es for r in terms.refs(e)}
+        nodes = cone(impl, targets, frontier)
+        inside = {t for n in nodes for t in n.outputs} & frontier
+        if not inside:
+            break
+        # A collective in the cone also produces a frontier tensor: that tensor cannot be both
+        # free and computed, so the hypotheses naming it are left out (weaker, still sound).
+        rin = {t: [e for e in es if not set(terms.refs(e)) & inside] for t, es in rin.items()}
+    local_impl = subgraph(impl, f"cone of {local_spec.name}", nodes, targets, frontier)
     return local_spec, local_impl, rin, outputs
 
 
@@ -103,6 +111,10 @@ class Chain:
 
     def prove(self, rel: Relation, node: Node | None, outputs: Relation) -> list[Outcome]:
         ls, li, rin, rout = obligation(self.spec, self.impl, rel, node, outputs)
+        unusable = [t for t, es in rin.items() if not es]
+        if unusable:
+            why = f"no relation of input '{unusable[0]}' can be used: each names a tensor the cone recomputes"
+            return [Outcome(s, str(e), failure=why) for s, es in rout.items() for e in es]
         k = key(ls, li, rin, rout)
         cached = self.cache.get(k)
         if cached is not None and all(c.holds for c in cached):

@@ -160,3 +160,19 @@ def test_outputs_without_expectation_are_claimed_as_found():
     inf = infer(case)
     cert = certificate.per_operator_certificate(inf)
     assert set(cert["claims"][0]["output_relation"]["Y"]) == {"y@r0", "y@r1", "sum(p@r0, p@r1)"}
+
+
+def test_replicated_output_on_eight_ranks():
+    """Every rank's copy and the partial sum are kept (no cap on candidates)."""
+    inf = infer(tp_mlp(8, hidden=16))
+    assert inf.verified and len(inf.relation["Y"]) == 9
+
+
+def test_frontier_tensor_recomputed_by_a_collective_in_the_cone(per_op_cert, tmp_path):
+    """Y related only to y@r0, expected on y@r1: the all_reduce producing y@r1 also produces y@r0,
+    so that hypothesis cannot be used; replay rejects cleanly instead of crashing."""
+    c = copy.deepcopy(per_op_cert)
+    ev(c)["relation"]["Y"] = ["y@r0"]
+    c["claims"][0]["output_relation"] = {"Y": ["y@r1"]}
+    ok, detail = outcome(c, tmp_path)
+    assert not ok and "cone recomputes" in detail, detail

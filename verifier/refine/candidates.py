@@ -45,7 +45,7 @@ class Index:
             if rank is not None:
                 self.by_base[stem][rank] = t
 
-    def find(self, want: np.ndarray, region: set[str], limit: int = 6) -> list[str]:
+    def find(self, want: np.ndarray, region: set[str]) -> list[str]:
         """Clean expressions (text) over ``region`` whose value equals ``want``; simplest first."""
         out: list[str] = []
         for text, v in self._bases(region, want.size):
@@ -60,7 +60,7 @@ class Index:
             if v.shape != want.shape and same(v.reshape(want.shape), want):
                 out.append(f"reshape({text}, shape={list(want.shape)})".replace(" ", "").replace(",", ", "))
         out += self._slices(want, region)
-        return self._simplest(out)[:limit]
+        return self._simplest(out)
 
     def _simplest(self, exprs: list[str]) -> list[str]:
         """One expression per placement (which impl element lands where), the shortest first."""
