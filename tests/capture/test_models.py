@@ -147,3 +147,16 @@ def test_tp_attention(world, bwd):
     assert g["tensors"]["q.weight@r0"]["shape"] == [8 // world, 8]
     if bwd:
         assert producer(g, "grad.x@r0")["target"] == "aten.add.Tensor"
+
+
+def test_nn_sequential_names_and_partial_outputs():
+    """nn.Sequential parameter names start with digits; a LayerNorm without affine
+    parameters computes only the input gradient (output_mask [True, False, False])."""
+    m = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.LayerNorm(6, elementwise_affine=False),
+                            torch.nn.Linear(6, 3), torch.nn.Softmax(-1))
+    cap = capture_graph("seq", m, {"x": (2, 4)}, backward=True)
+    g = roundtrip(cap.graph)
+    assert "_0.weight" in g.inputs and "grad._3.bias" in g.outputs
+    c = counts(cap.graph)
+    assert c["aten.threshold_backward.default"] == 1 and c["aten.native_layer_norm_backward.default"] == 1
+    assert c["aten._softmax_backward_data.default"] == 1

@@ -64,8 +64,8 @@ def dtype_name(dt: torch.dtype, where: str) -> str:
 
 @dataclass
 class Meta:
-    shape: tuple[int, ...]
-    dtype: str
+    shape: tuple[int, ...] | None
+    dtype: str | None
 
 
 @dataclass
@@ -107,7 +107,15 @@ class RankProgram:
         return out
 
 
+def ir_name(name: str) -> str:
+    """A module path as an IR tensor name: ``0.weight`` -> ``_0.weight``, odd characters -> ``_``."""
+    name = "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "_"
+    return name if name[0].isalpha() or name[0] == "_" else "_" + name
+
+
 def _meta(val, where: str) -> Meta:
+    if val is None:   # an output the op does not compute (output_mask False): any name will do
+        return Meta(None, None)
     if not isinstance(val, torch.Tensor):
         raise CaptureError(f"{where}: expected a tensor, got {type(val).__name__}")
     return Meta(tuple(int(s) for s in val.shape), dtype_name(val.dtype, where))

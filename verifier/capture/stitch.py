@@ -117,6 +117,8 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
 
 def _fix_dtypes(b: GraphBuilder, names, metas, it: Item, where: str) -> None:
     for t, m in zip(names, metas):
+        if m.shape is None:
+            continue
         got = tuple(b.obj["tensors"][t]["shape"])
         if got != tuple(m.shape):
             raise CaptureError(f"{where}: {it.target} (node '{it.fx}'): the registry's shape rule gives "

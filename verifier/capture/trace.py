@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from .convert import CaptureError, Converter, Input, RankProgram, dtype_name
+from .convert import CaptureError, Converter, Input, RankProgram, dtype_name, ir_name
 from .decomp import DECOMPOSITIONS
 from .dist import group_ranks, traceable_collectives
 
@@ -98,7 +98,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     frozen = [(k, p) for k, p in module.named_parameters() if backward and not p.requires_grad]
     buffers = list(module.named_buffers()) + frozen
     device = next((p.device for _, p in params), torch.device("cpu"))
-    call = call or (lambda m, **kw: m(**kw))
+    call = call or _default_call(module, list(inputs))
     n_p, n_b, n_in = len(params), len(buffers), len(specs)
     out_place: dict[int, tuple] = {}
     names_in = list(specs)
@@ -184,8 +184,10 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     except Exception as e:  # data-dependent control flow, fake-tensor gaps, ...
         raise _failed(e, where) from e
     t1 = time.perf_counter()
-    in_specs = [Input(k, tuple(_local(p).shape), dtype_name(p.dtype, where), "parameter") for k, p in params]
-    in_specs += [Input(k, tuple(_local(b).shape), dtype_name(b.dtype, where), "buffer") for k, b in buffers]
+    in_specs = [Input(ir_name(k), tuple(_local(p).shape), dtype_name(p.dtype, where), "parameter")
+                for k, p in params]
+    in_specs += [Input(ir_name(k), tuple(_local(b).shape), dtype_name(b.dtype, where), "buffer")
+                 for k, b in buffers]
     for k in names_in:
         s = specs[k]
         _range_ok(k, s, where)
@@ -200,19 +202,32 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         if loss is not None:
             outs.append("loss")
         wrt_names = [k for k, _ in params] + diff_inputs
-        outs += [f"grad.{k}" for k, m in zip(wrt_names, used["mask"]) if m]
+        outs += [f"grad.{ir_name(k)}" for k, m in zip(wrt_names, used["mask"]) if m]
     conv = Converter(gm, rank, where, in_specs, outs, group_ranks)
     prog = conv.run()
-    prog.placements = dict(dmeta)
+    prog.placements = {ir_name(k): v for k, v in dmeta.items()}
     for i, pl in out_place.items():
         prog.placements[output_names[i]] = pl
     if backward:
         for k, m in zip(wrt_names, used["mask"]):
             if m and k in dmeta:
-                prog.placements[f"grad.{k}"] = dmeta[k]
+                prog.placements[f"grad.{ir_name(k)}"] = dmeta[k]
     t2 = time.perf_counter()
     stats = {"trace_s": t1 - t0, "convert_s": t2 - t1, "fx_nodes": len(gm.graph.nodes)}
     return Captured(prog, gm, t2 - t0, stats)
+
+
+def _default_call(module, names):
+    """Keyword arguments when ``forward`` has parameters of those names, else positional."""
+    import inspect
+
+    try:
+        params = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if all(n in params for n in names):
+        return lambda m, **kw: m(**kw)
+    return lambda m, **kw: m(*kw.values())
 
 
 def _dtensor_meta(t):
