@@ -19,6 +19,11 @@ is the mean of the micro-batch means (``/ M``). That equals the batch mean only 
 micro-batch has as many valid tokens; the masks are free variables here, so pvcert
 stops at the division ``num / den`` of the spec, where no clean expression relates the
 mean of means to the batch mean.
+
+Formulation: the masked sum is a dot product with the mask and the loss a 1-element
+tensor. The usual ``(err * mask).sum(0, keepdim=True)`` (``reductions="sum"``) makes pvcert
+reject even the correct version, and 0-dim sums (``reductions="scalar"``) crash it:
+engine limitations recorded as ``xfail`` tests in tests/test_bug_suite.py.
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ after the ``reduce_scatter``: pvcert relates the router's gradients (each rank h
 the full one) but stops at the first backward matmul after the ``reduce_scatter``
 (``grad(w_in) = grad(h)^T @ x``), where the impl's values are W times the spec's; a
 scale factor is not a clean expression.
+
+Formulation: the loss is a 1-element tensor and the token mean is a matmul with a
+``1/S`` row. The usual ``(f * probs.mean(0)).sum()`` (``reductions="mean"``, with a
+``[1]`` result; a 0-dim loss crashes pvcert) hits an engine limitation that stops the
+buggy version at an earlier backward ``mul``, before the bug (see the ``xfail`` tests in
+tests/test_bug_suite.py).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ COEFF = 0.01
 
 
 def load_balancing_loss(h, w_router, f, reductions: str = "matmul"):
-    """``[1]``: the loss as a 1-element tensor (a 0-dim one crashes pvcert, see below)."""
+    """The loss, ``[1]`` (see the module docstring for the two formulations)."""
     probs = torch.softmax(h @ w_router.t(), dim=-1)          # [S, E]
     if reductions == "mean":                                 # the usual formulation
         return COEFF * E * (f * probs.mean(dim=0)).sum(dim=0, keepdim=True)
