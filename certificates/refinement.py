@@ -130,7 +130,10 @@ def _labels(t: terms.Term, impl: Graph, offset: dict) -> np.ndarray:
         out[:] = [_Labels((offset[n] + i,)) for i in range(size)]
         return out.reshape(impl.tensors[n].shape)
     out = np.asarray(terms.evaluate(t, leaf), dtype=object)
-    return np.frompyfunc(lambda x: x if isinstance(x, tuple) else _Labels(), 1, 1)(out) if out.size else out
+    labels = np.empty(out.shape, dtype=object)  # (not np.array: it would unpack the tuples)
+    for ix in np.ndindex(*out.shape):
+        labels[ix] = out[ix] if isinstance(out[ix], tuple) else _Labels()
+    return labels
 
 
 def _binding_problem(elements: list, taken: set[int], flat: list) -> str | None:

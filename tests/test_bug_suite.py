@@ -6,8 +6,8 @@ with a certificate that replays; the buggy version must be rejected at the opera
 where the bug first shows (or at the expectation, for the bugs that are a mismatch with
 what the user expects), with a report that names the tensors involved.
 
-The ``xfail(strict=True)`` tests at the end record limitations of pvcert found while
-writing these programs (other natural formulations of the same models).
+The tests at the end check other natural formulations of the same models, which once
+exposed limitations of the engine.
 """
 
 import functools
@@ -129,44 +129,27 @@ def test_bugs_are_real():
             {k: v for k, v in bad.impl.items() if k != "name"}, name
 
 
-# --- limitations of pvcert found with other natural formulations (see each reason) ---
-
-BROADCAST = ("engine (verifier/refine/candidates.py _slices + certificates/chain.py): a spec tensor of "
-             "size 1 along a dim that the backward of a reduction broadcasts (expand [1]->[n]) also "
-             "gets the relation slice(expand@rK, dim=0, start=0, end=1); that names the downstream impl "
-             "tensor expand@rK, which becomes a frontier leaf of the next obligation with only element 0 "
-             "bound, so the candidate expand@rK for the spec expand is unprovable")
+# --- other natural formulations of the same models, which once exposed engine limitations:
+# slices of broadcast tensors as relations, 0-dim tensors with several relations, and
+# concatenations of uneven shards (all fixed; these keep them fixed) ---
 
 
-@pytest.mark.xfail(strict=True, reason=BROADCAST + "; the relation kept, concat(mul_2@r0, mul_2@r1, "
-                   "dim=0), forgets that both elements are equal and inference stops at the next backward "
-                   "mul (aten.mul.Tensor(expand, f)), before the real bug")
 def test_aux_loss_with_mean_reductions_located_at_the_bug():
     _, inf = inferred("moe_aux_loss_tp", True, reductions="mean")
     assert not inf.verified and inf.failure.node is not None
     assert inf.failure.node.target == "aten.mm.default"
 
 
-@pytest.mark.xfail(strict=True, reason=BROADCAST + "; a false alarm on the correct program, at "
-                   "aten.expand.default of the backward of the masked sum")
 def test_grad_accum_with_sum_reductions_verified():
     _, inf = inferred("grad_accum_mean", False, reductions="sum")
     assert inf.verified
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="certificates/refinement.py instantiate: a 0-dim spec tensor with a further "
-                          "relation (here the replicated seed d_loss = d_loss@r1) crashes in _labels "
-                          "(np.frompyfunc on a 0-d array returns a scalar _Labels: no .ravel)")
 def test_grad_accum_with_scalar_loss_verified():
     _, inf = inferred("grad_accum_mean", False, reductions="scalar")
     assert inf.verified
 
 
-@pytest.mark.xfail(strict=True, reason="candidates (verifier/refine/candidates.py _bases): copies of a "
-                   "tensor are concatenated across ranks only when their shapes are equal, so the queries "
-                   "of uneven sequence shards, concat(mm@r0 [2, 4], mm@r1 [1, 4], dim=0), are never "
-                   "proposed: a false alarm at the query projection aten.mm.default")
 def test_pad_slice_with_local_queries_of_uneven_shards_verified():
     _, inf = inferred("pad_slice_gather", False, queries="local")
     assert inf.verified

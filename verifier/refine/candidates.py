@@ -59,7 +59,8 @@ class Index:
                         break
             if v.shape != want.shape and same(v.reshape(want.shape), want):
                 out.append(f"reshape({text}, shape={list(want.shape)})".replace(" ", "").replace(",", ", "))
-        out += self._slices(want, region)
+        if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
+            out = self._slices(want, region)
         return self._simplest(out)
 
     def _simplest(self, exprs: list[str]) -> list[str]:
@@ -91,13 +92,16 @@ class Index:
                 if any(n is None or n not in region for n in names):
                     continue
                 vals = [self.values[n] for n in names]
-                if any(v.shape != vals[0].shape for v in vals) or vals[0].size * len(g) < numel:
+                if any(v.ndim != vals[0].ndim for v in vals) or sum(v.size for v in vals) < numel:
                     continue
-                if vals[0].size == numel and vals[0].dtype.kind == "f":
+                if all(v.shape == vals[0].shape for v in vals) and vals[0].size == numel and \
+                        vals[0].dtype.kind == "f":
                     yield f"sum({', '.join(names)})", sum(vals[1:], vals[0])
-                if vals[0].size * len(g) == numel:
+                if sum(v.size for v in vals) == numel:  # shards may be uneven along the concat dim
                     for d in range(vals[0].ndim):
-                        yield f"concat({', '.join(names)}, dim={d})", np.concatenate(vals, axis=d)
+                        if all(v.shape[:d] + v.shape[d + 1:] == vals[0].shape[:d] + vals[0].shape[d + 1:]
+                               for v in vals):
+                            yield f"concat({', '.join(names)}, dim={d})", np.concatenate(vals, axis=d)
 
     def _slices(self, want: np.ndarray, region: set[str]) -> list[str]:
         """A slice of a larger tensor along one dim (e.g. a padded vocabulary)."""

@@ -33,7 +33,8 @@ def text(f: Failure, impl: Graph) -> str:
 def _node(n: Node, impl: Graph) -> str:
     where = f"group {n.group}" if n.group is not None else f"rank {n.rank}"
     shapes = ", ".join(f"{t}{list(impl.tensors[t].shape)}" for t in n.inputs if t)
-    return f"{n.name}: {n.target} [{where}] ({shapes}) -> {', '.join(n.outputs)}"
+    attrs = "".join(f", {k}={v}" for k, v in n.attrs.items())
+    return f"{n.name}: {n.target} [{where}] ({shapes}{attrs}) -> {', '.join(n.outputs)}"
 
 
 def dot(f: Failure, impl: Graph) -> str:
