@@ -98,3 +98,22 @@ def test_gpt2_one_layer(bwd):
     if bwd:  # lm_head is tied to wte: one parameter, one gradient
         assert "grad.transformer.wte.weight" in g.outputs
         assert not any(o.startswith("grad.lm_head") for o in g.outputs)
+
+
+def test_llama2_7b_layer_on_meta_captures_in_seconds():
+    """A Llama-2-7B-sized layer (hidden 4096, FFN 11008, 32 heads, vocab 32000, sequence
+    2048) built on the meta device: forward and backward capture at full size."""
+    import time
+
+    hf = _transformers()
+    m = hf.llama(layers=1, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000, device="meta")
+    t0 = time.perf_counter()
+    cap = capture_graph("llama2_7b_layer", m, hf.inputs(batch=1, seq=2048, vocab=32000), call=hf.call,
+                        backward=True)
+    secs = time.perf_counter() - t0
+    assert secs < 60, secs
+    t = cap.graph["tensors"]
+    assert t["model.layers.0.mlp.up_proj.weight"]["shape"] == [11008, 4096]
+    assert t["out"]["shape"] == [1, 2048, 32000]
+    assert t["grad.model.embed_tokens.weight"]["shape"] == [32000, 4096]
+    assert counts(cap.graph)["aten.mm.default"] == 24

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 
 from .convert import CaptureError, RankProgram
-from .dist import fake_world
+from .dist import fake_world, traceable_collectives
 from .stitch import build_graph
 from .trace import capture_module
 
@@ -88,7 +88,8 @@ def capture_spmd(name: str, build: Callable[[int, int], Any], world: int,
             with fake_world(r, world):
                 module, call = _module_and_call(build(r, world))
                 ins = inputs(r) if callable(inputs) else inputs
-                cap = capture_module(module, ins, call=call, rank=r, where=f"{name} rank {r}", **kw)
+                with traceable_collectives():
+                    cap = capture_module(module, ins, call=call, rank=r, where=f"{name} rank {r}", **kw)
                 progs.append(cap.program)
                 for k in stats:
                     stats[k] += cap.stats[k]

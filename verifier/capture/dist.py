@@ -218,29 +218,61 @@ def _refuse(name):
     return f
 
 
-@contextlib.contextmanager
-def traceable_collectives():
-    """Swap the ``torch.distributed`` API for traceable versions everywhere it is bound."""
-    originals = {}
+_BOUND: dict[str, list[str]] = {}   # module name -> attribute names holding an original
+_ACTIVE = [0]
+
+
+def _originals() -> dict[int, tuple]:
+    out = {}
     for name in list(REPLACEMENTS) + list(_UNSUPPORTED):
         fn = getattr(c10d, name, None) or getattr(dist, name, None)
         if fn is not None:
-            originals[id(fn)] = (name, fn, REPLACEMENTS.get(name) or _refuse(name))
-    undo = []
-    for mod in list(sys.modules.values()):
-        d = getattr(mod, "__dict__", None)
-        if not isinstance(d, dict) or mod is sys.modules[__name__]:
+            out[id(fn)] = (name, fn, REPLACEMENTS.get(name) or _refuse(name))
+    return out
+
+
+@contextlib.contextmanager
+def traceable_collectives():
+    """Swap the ``torch.distributed`` API for traceable versions everywhere it is bound.
+
+    Modules are scanned once (new modules when they appear); nested uses are free.
+    """
+    if _ACTIVE[0]:
+        _ACTIVE[0] += 1
+        try:
+            yield
+        finally:
+            _ACTIVE[0] -= 1
+        return
+    originals = _originals()
+    mods = sys.modules
+    for mname in list(mods):
+        if mname in _BOUND or mname == __name__:
             continue
-        for k, v in list(d.items()):
-            try:
+        d = getattr(mods[mname], "__dict__", None)
+        keys = []
+        if isinstance(d, dict):
+            for k, v in list(d.items()):
                 hit = originals.get(id(v))
-            except Exception:
-                continue
+                if hit is not None and hit[1] is v:
+                    keys.append(k)
+        _BOUND[mname] = keys
+    undo = []
+    for mname, keys in _BOUND.items():
+        mod = mods.get(mname)
+        d = getattr(mod, "__dict__", None) if mod is not None else None
+        if not isinstance(d, dict):
+            continue
+        for k in keys:
+            v = d.get(k)
+            hit = originals.get(id(v))
             if hit is not None and hit[1] is v:
                 d[k] = hit[2]
                 undo.append((d, k, v))
+    _ACTIVE[0] = 1
     try:
         yield
     finally:
+        _ACTIVE[0] = 0
         for d, k, v in undo:
             d[k] = v
