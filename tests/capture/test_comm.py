@@ -153,3 +153,23 @@ def test_missing_partner_and_unsupported_collective():
 
     with pytest.raises(CaptureError, match="torch.distributed.reduce is not supported"):
         capture_spmd("reduce", lambda r, w: Reduce(), 2, {"x": (2,)})
+
+
+def test_process_group_object_call_is_named():
+    class Direct(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            dist.distributed_c10d._get_default_group().allreduce([y]).wait()
+            return y
+
+    with pytest.raises(CaptureError, match="c10d.allreduce_.default \\(a collective called on a ProcessGroup"):
+        capture_spmd("direct", lambda r, w: Direct(), 2, {"x": (2,)})
+
+
+def test_uninitialized_read_is_named():
+    class Empty(torch.nn.Module):
+        def forward(self, x):
+            return torch.empty(2) + x
+
+    with pytest.raises(CaptureError, match="aten.empty.memory_format \\(reads an uninitialized tensor\\)"):
+        capture_spmd("empty", lambda r, w: Empty(), 2, {"x": (2,)})

@@ -160,3 +160,15 @@ def test_nn_sequential_names_and_partial_outputs():
     c = counts(cap.graph)
     assert c["aten.threshold_backward.default"] == 1 and c["aten.native_layer_norm_backward.default"] == 1
     assert c["aten._softmax_backward_data.default"] == 1
+
+
+def test_loss_backward_cross_entropy():
+    """Backward of a scalar loss (cross entropy with integer labels): nll_loss kept whole."""
+    ce = lambda out, labels: torch.nn.functional.cross_entropy(out, labels)  # noqa: E731
+    cap = capture_graph("mlp_ce", MLP(4, 8), {"x": (3, 4)}, backward=True, loss=ce,
+                        loss_inputs={"labels": InputSpec((3,), torch.int64, range=(0, 4))})
+    g = roundtrip(cap.graph)
+    c = counts(cap.graph)
+    assert c["aten.nll_loss_forward.default"] == 1 and c["aten.nll_loss_backward.default"] == 1
+    assert "loss" in g.outputs and g.tensors["labels"].role == "label"
+    assert "d_out" not in g.tensors

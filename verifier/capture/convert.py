@@ -42,6 +42,8 @@ DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "
 HARMLESS = {"device", "layout", "pin_memory", "memory_format", "non_blocking", "copy", "requires_grad"}
 IDENTITY = {"aten.detach.default", "aten.alias.default", "aten.clone.default", "aten.contiguous.default",
             "aten.lift_fresh_copy.default", "_c10d_functional.wait_tensor.default"}
+EMPTY = {"aten.empty.memory_format", "aten.empty_like.default", "aten.new_empty.default",
+         "aten.empty_strided.default", "aten.new_empty_strided.default"}
 SCALAR_SELF = {"aten.sub.Tensor": "aten.rsub.Scalar", "aten.add.Tensor": "aten.add.Tensor",
                "aten.mul.Tensor": "aten.mul.Tensor"}
 SAME_SHAPE_IDENTITY = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
@@ -245,6 +247,9 @@ class Converter:
                 continue
             if n.op == "get_attr" and self._constant(n):
                 continue
+            if n.op == "get_attr" and not isinstance(getattr(self.gm, n.target, None), torch.Tensor):
+                self.env[n] = UNSUP  # a process group or reduce-op object of a c10d.* call
+                continue
             if n.op == "get_attr":
                 raise CaptureError(f"{self.where}: node '{n.name}' reads a tensor constant "
                                    f"('{n.target}'); pass it as a module buffer or an input")
@@ -323,6 +328,12 @@ class Converter:
         where = f"{self.where}: {t} (node '{n.name}')"
         if not hasattr(n.target, "_schema"):
             raise CaptureError(f"{where}: not an ATen operator")
+        if t.startswith("c10d."):
+            self._unsup(n, f"{t} (a collective called on a ProcessGroup object: use torch.distributed's API)")
+            return
+        if t in EMPTY:
+            self._unsup(n, f"{t} (reads an uninitialized tensor)")
+            return
         bound = _bind_args(n.target, n.args, n.kwargs)
         if t in IDENTITY or t in SAME_SHAPE_IDENTITY and _same_shape(bound[0][1], n):
             self.env[n] = self._val(bound[0][1])
@@ -335,6 +346,10 @@ class Converter:
         if mut:
             return self._inplace(n, t, bound, mut, where)
         self._plain(n, t, bound, where)
+
+    def _unsup(self, n, what: str) -> None:
+        self.unsupported[what] = self.unsupported.get(what, 0) + 1
+        self.env[n] = UNSUP
 
     def _plain(self, n, t, bound, where, vals=None) -> list[str] | None:
         if t in LIKE:
