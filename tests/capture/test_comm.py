@@ -173,3 +173,15 @@ def test_uninitialized_read_is_named():
 
     with pytest.raises(CaptureError, match="aten.empty.memory_format \\(reads an uninitialized tensor\\)"):
         capture_spmd("empty", lambda r, w: Empty(), 2, {"x": (2,)})
+
+
+def test_process_group_object_call_never_dropped():
+    """Even when no result of the c10d call is read, the call is reported, not skipped."""
+    class Direct(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            dist.distributed_c10d._get_default_group().allreduce([y])
+            return y + 1
+
+    with pytest.raises(CaptureError, match="c10d.allreduce_.default"):
+        capture_spmd("direct2", lambda r, w: Direct(), 2, {"x": (2,)})

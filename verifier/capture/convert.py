@@ -211,10 +211,9 @@ class Converter:
             elif n.op == "call_function":
                 t = str(n.target)
                 mut = _mutated(n.target) if not isinstance(n.target, type(operator.getitem)) else []
-                if t in COLLECTIVES or t in P2P or n in live:
-                    live.add(n)
-                elif mut and any(isinstance(n.args[i], torch.fx.Node) and n.args[i] in live
-                                 for i in mut if i < len(n.args)):
+                if t in COLLECTIVES or t in P2P or t.startswith("c10d.") or n in live:
+                    live.add(n)   # communication is never dropped (unsupported ones get reported)
+                elif mut and any(m in live for i in mut if i < len(n.args) for m in _nodes_in(n.args[i])):
                     live.add(n)
             if n in live:
                 skip = set()
