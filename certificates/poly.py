@@ -1,7 +1,7 @@
 """Exact normal form over the rationals with opaque atoms.
 
 A value is a ratio ``Rat(n, d)`` of two polynomials. A polynomial maps terms to
-``Fraction`` coefficients; a term is ``(mono, expo)``: a monomial (sorted
+exact rational coefficients (``Q``: gmpy2's ``mpq``, else ``fractions.Fraction``); a term is ``(mono, expo)``: a monomial (sorted
 ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` itself a polynomial key (or
 ``()`` for no exp factor). So ``exp(a) * exp(b) = exp(a + b)`` holds by construction,
 as in Volta's decision procedure. Non-polynomial functions (tanh, sqrt, max, ...)
@@ -15,6 +15,11 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
+
+try:  # exact rationals in C, an order of magnitude faster; same values as Fraction
+    from gmpy2 import mpq as Q
+except ImportError:  # pragma: no cover
+    Q = Fraction
 from functools import lru_cache
 from typing import Callable
 
@@ -29,16 +34,16 @@ MAX_TERMS = 50_000
 ATOMS: dict[str, tuple[str, tuple["Rat", ...]]] = {}
 
 
-def to_fraction(x) -> Fraction:
-    """Exact rational of a Python/numpy number; floats by their shortest decimal text."""
-    if isinstance(x, Fraction):
+def to_fraction(x):
+    """Exact rational (``Q``) of a Python/numpy number; floats by their shortest decimal text."""
+    if isinstance(x, Q):
         return x
-    if isinstance(x, (bool, int)):
-        return Fraction(int(x))
+    if isinstance(x, (bool, int, Fraction)):
+        return Q(x if not isinstance(x, bool) else int(x))
     f = float(x)
     if not math.isfinite(f):
         raise Unsupported(f"non-finite constant {f}")
-    return Fraction(int(f)) if f == int(f) and abs(f) < 2**53 else Fraction(repr(f))
+    return Q(int(f)) if f == int(f) and abs(f) < 2**53 else Q(Fraction(repr(f)))
 
 
 def _is_array(o) -> bool:
@@ -46,6 +51,7 @@ def _is_array(o) -> bool:
     return hasattr(o, "ndim") and not isinstance(o, numbers.Number)
 
 
+@lru_cache(maxsize=1 << 17)
 def _mono_mul(a: Mono, b: Mono) -> Mono:
     if not a:
         return b
@@ -67,7 +73,7 @@ def _expo_add(a: tuple, b: tuple) -> tuple:
 
 
 class Poly:
-    """Sparse polynomial: ``{term key: Fraction}`` with no zero coefficients."""
+    """Sparse polynomial: ``{term key: Q}`` with no zero coefficients."""
 
     __slots__ = ("t", "_k")
 
@@ -82,7 +88,7 @@ class Poly:
 
     @staticmethod
     def atom(name: str) -> "Poly":
-        return Poly({(((name, 1),), ()): Fraction(1)})
+        return Poly({(((name, 1),), ()): Q(1)})
 
     def key(self) -> tuple:
         if self._k is None:
@@ -92,9 +98,9 @@ class Poly:
     def is_zero(self) -> bool:
         return not self.t
 
-    def constant(self) -> Fraction | None:
+    def constant(self):
         if not self.t:
-            return Fraction(0)
+            return Q(0)
         if len(self.t) == 1 and ONE_KEY in self.t:
             return self.t[ONE_KEY]
         return None
@@ -109,10 +115,14 @@ class Poly:
                 d.pop(k, None)
         return Poly(d)
 
-    def scale(self, c: Fraction) -> "Poly":
+    def scale(self, c) -> "Poly":
         return Poly({k: v * c for k, v in self.t.items()}) if c else Poly()
 
     def mul(self, o: "Poly") -> "Poly":
+        for a, b in ((self, o), (o, self)):
+            c = a.constant()
+            if c is not None:
+                return b.scale(c) if c != 1 else b
         if len(self.t) * len(o.t) > 4 * MAX_TERMS:
             raise LimitExceeded(f"polynomial product of {len(self.t)} x {len(o.t)} terms")
         d: dict = {}
@@ -139,7 +149,7 @@ class Poly:
     def value(self, env: Callable[[str], float | Fraction]):
         total = 0
         for (m, e), c in self.t.items():
-            term = c if isinstance(c, Fraction) and not e else float(c)
+            term = c if not e else float(c)
             for v, p in m:
                 term = term * env(v) ** p
             if e:
@@ -184,7 +194,7 @@ def _mono_div(m: Mono, g: Mono) -> Mono:
 
 
 def _neg_expo(e: tuple) -> tuple:
-    return Poly(dict(e)).scale(Fraction(-1)).key() if e else ()
+    return Poly(dict(e)).scale(Q(-1)).key() if e else ()
 
 
 class Rat:
@@ -211,7 +221,7 @@ class Rat:
             if not m:
                 self.n, self.d = n, ONE_P
                 return
-            d = Poly({(m, ()): Fraction(1)})
+            d = Poly({(m, ()): Q(1)})
         else:
             lead = d.key()[0][1]
             if lead != 1:
@@ -228,7 +238,7 @@ class Rat:
     def var(name: str) -> "Rat":
         return Rat(Poly.atom(name))
 
-    def constant(self) -> Fraction | None:
+    def constant(self):
         return self.n.constant() if self.d is ONE_P or self.d.constant() == 1 else None
 
     def is_zero(self) -> bool:
@@ -245,7 +255,7 @@ class Rat:
     __radd__ = __add__
 
     def __neg__(self) -> "Rat":
-        return Rat(self.n.scale(Fraction(-1)), self.d)
+        return Rat(self.n.scale(Q(-1)), self.d)
 
     def __sub__(self, o) -> "Rat":
         return NotImplemented if _is_array(o) else self + (-Rat.of(o))
@@ -304,7 +314,7 @@ def apply(fn: str, *args) -> Rat:
     a = args[0]
     if fn == "exp":
         if a.d.constant() == 1:
-            return Rat(Poly({((), a.n.key()): Fraction(1)})) if not a.n.is_zero() else Rat.of(1)
+            return Rat(Poly({((), a.n.key()): Q(1)})) if not a.n.is_zero() else Rat.of(1)
     elif fn == "log":
         if a.d.constant() == 1 and len(a.n.t) == 1:
             ((mono, expo), c), = a.n.t.items()
@@ -329,7 +339,7 @@ def apply(fn: str, *args) -> Rat:
         if c is not None and c >= 0:
             rn, rd = math.isqrt(c.numerator), math.isqrt(c.denominator)
             if rn * rn == c.numerator and rd * rd == c.denominator:
-                return Rat.of(Fraction(rn, rd))
+                return Rat.of(Q(rn, rd))
     name = f"{fn}({', '.join(str(x) for x in args)})"
     ATOMS.setdefault(name, (fn, args))
     return Rat(Poly.atom(name))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from fractions import Fraction
 
 from .poly import ATOMS, Poly, Rat, evaluate
 
@@ -110,7 +109,7 @@ class _Encoder:
         s = self.s
         total = s.RealVal(0)
         for (mono, expo), c in p.t.items():
-            term = s.RealVal(str(Fraction(c)))
+            term = s.RealVal(f"{c.numerator}/{c.denominator}")
             for v, k in mono:
                 for _ in range(k):
                     term = term * self.atom(v)
