@@ -24,8 +24,9 @@ record ACtx : Set where
     rU : Vec (Mask N) N
 open ACtx public
 
-syncA : Mask N → ACtx → ACtx
-syncA S c = actx (bar S (wU c)) (map (bar S) (rU c))
+-- a barrier over S whose active (not exited) participants are P
+syncA : Mask N → Mask N → ACtx → ACtx
+syncA S P c = actx (bar S P (wU c)) (map (bar S P) (rU c))
 
 -- a read by t races with an unsynchronised last write
 rdBad : Fin N → ACtx → Bool

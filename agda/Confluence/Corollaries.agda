@@ -92,7 +92,7 @@ step-size (s-go {s} t {k} p l b) =
   s≤s (subst (λ z → len z < len (thr s)) (sym (go-thr s t k))
              (len-upd (thr s) t _ (next-shorter (lookup (thr s) t) p l (mem s))))
 step-size (s-bad t p b) = s≤s z≤n
-step-size (s-sync {s} S t₀ p₀ en) = s≤s (popAll-< S (thr s) t₀ p₀ (proj₂ (en t₀ p₀)))
+step-size (s-sync {s} S t₀ p₀ a₀ en) = s≤s (popAll-< S (thr s) t₀ p₀ (proj₂ a₀))
 
 -- strong normalisation: no infinite run exists
 data SN (c : Conf) : Set where
@@ -143,7 +143,7 @@ erase-go s t blk        = refl
 -- a race-free checked step is an unchecked step
 down₁ : ∀ {s s'} → ok s ⟶ ok s' → erase s ⟶u erase s'
 down₁ (s-go {s} t {k} p l b) = subst (erase s ⟶u_) (sym (erase-go s t k)) (u-go t p l)
-down₁ (s-sync S t₀ p₀ en)    = u-sync S t₀ p₀ en
+down₁ (s-sync S t₀ p₀ a₀ en) = u-sync S t₀ p₀ a₀ en
 
 down : ∀ {s s'} → ok s ⟶* ok s' → erase s ⟶u* erase s'
 down ε = U.ε
@@ -156,7 +156,7 @@ lift₁ : ∀ s {u'} → erase s ⟶u u' → (ok s ⟶ err) ⊎ ∃ λ s' → (o
 lift₁ s (u-go t {k} p l) with bcase (badAct t k (ctx s))
 ... | inj₁ b = inj₁ (s-bad t p b)
 ... | inj₂ b = inj₂ (go t k s , s-go t p l b , erase-go s t k)
-lift₁ s (u-sync S t₀ p₀ en) = inj₂ (doSync S s , s-sync S t₀ p₀ en , refl)
+lift₁ s (u-sync S t₀ p₀ a₀ en) = inj₂ (doSync S s , s-sync S t₀ p₀ a₀ en , refl)
 
 lift : ∀ s {u'} → erase s ⟶u* u' → (ok s ⟶* err) ⊎ ∃ λ s' → (ok s ⟶* ok s') × erase s' ≡ u'
 lift s U.ε = inj₂ (s , ε , refl)
@@ -170,7 +170,7 @@ lift s (st U.◅ r) with lift₁ s st
 reflect₁ : ∀ {s c} → ok s ⟶ c → ∃ λ u' → erase s ⟶u u'
 reflect₁ (s-go t p l b)                = _ , u-go t p l
 reflect₁ (s-bad {s} t {k} p b)         = _ , u-go t p (bad→live t k (ctx s) b)
-reflect₁ (s-sync S t₀ p₀ en)           = _ , u-sync S t₀ p₀ en
+reflect₁ (s-sync S t₀ p₀ a₀ en)        = _ , u-sync S t₀ p₀ a₀ en
 
 terminal-erase : ∀ {s} → UTerminal (erase s) → Terminal (ok s)
 terminal-erase T st = T (proj₂ (reflect₁ st))
@@ -204,7 +204,7 @@ ustep-size : ∀ {u u'} → u ⟶u u' → len (uthr u') < len (uthr u)
 ustep-size (u-go {u} t {k} p l) =
   subst (λ z → len z < len (uthr u)) (sym (ugo-thr u t k))
         (len-upd (uthr u) t _ (next-shorter (lookup (uthr u) t) p l (umem u)))
-ustep-size (u-sync {u} S t₀ p₀ en) = popAll-< S (uthr u) t₀ p₀ (proj₂ (en t₀ p₀))
+ustep-size (u-sync {u} S t₀ p₀ a₀ en) = popAll-< S (uthr u) t₀ p₀ (proj₂ a₀)
 
 data USN (u : UState) : Set where
   usn : (∀ {u'} → u ⟶u u' → USN u') → USN u

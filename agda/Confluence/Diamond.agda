@@ -12,7 +12,7 @@ module Confluence.Diamond (Val : Set) (_⊕_ : Val → Val → Val) (N M R : ℕ
 open import Confluence.Lang Val _⊕_ N M R
 open import Confluence.Abstract _⟶_ public
 
-open import Data.Bool using (Bool; true; false; _∨_; if_then_else_)
+open import Data.Bool using (Bool; true; false; _∨_; _∧_; if_then_else_)
 import Data.Bool.Properties as BoolP
 open import Data.Fin using (Fin; zero; suc)
 open import Data.Fin.Properties using (_≟_)
@@ -55,11 +55,42 @@ syncInj : ∀ {S S' : Mask N} {is is' : List Instr} → (List Instr ∋ sync S �
 syncInj refl = refl
 
 -- a thread that can make a local step is not a participant of an enabled barrier
-not-in-barrier : ∀ s S t {k} → (∀ i → lookup S i ≡ true → AtSync S (lookup (thr s) i)) →
+ready-blk : ∀ {S} th → Ready S th → act th ≡ blk
+ready-blk th (inj₁ a) = atSync-blk th a
+ready-blk (thread rs ._) (inj₂ refl) = refl
+
+not-in-barrier : ∀ s S t {k} → (∀ i → lookup S i ≡ true → Ready S (lookup (thr s) i)) →
                  act (lookup (thr s) t) ≡ k → Live k → lookup S t ≡ false
 not-in-barrier s S t en p l with bcase (lookup S t)
 ... | inj₂ q = q
-... | inj₁ q = ⊥-elim (live≢blk l (trans (sym p) (atSync-blk _ (en t q))))
+... | inj₁ q = ⊥-elim (live≢blk l (trans (sym p) (ready-blk _ (en t q))))
+
+lookup-active : ∀ {n} (S : Mask n) ths i → lookup (active S ths) i ≡ (lookup S i ∧ running (lookup ths i))
+lookup-active (b ∷ S) (th ∷ ths) zero    = refl
+lookup-active (b ∷ S) (th ∷ ths) (suc i) = lookup-active S ths i
+
+active-false : ∀ {n} (S : Mask n) ths i → lookup S i ≡ false → lookup (active S ths) i ≡ false
+active-false S ths i q rewrite lookup-active S ths i | q = refl
+
+active-upd : ∀ {n} (S : Mask n) ths t x → lookup S t ≡ false → active S (ths [ t ]≔ x) ≡ active S ths
+active-upd (false ∷ S) (th ∷ ths) zero    x refl = refl
+active-upd (b ∷ S)     (th ∷ ths) (suc t) x q    = cong (_ ∷_) (active-upd S ths t x q)
+
+cond-run : ∀ b th → (b ≡ true → prog th ≡ []) → running (if b then pop th else th) ≡ running th
+cond-run false th h = refl
+cond-run true (thread rs [])       h = refl
+cond-run true (thread rs (i ∷ is)) h with h refl
+... | ()
+
+-- a barrier over S' does not change the active participants of S when
+-- the two barriers share only exited threads
+active-popAll : ∀ {n} (S S' : Mask n) ths →
+  (∀ i → lookup S i ≡ true → lookup S' i ≡ true → prog (lookup ths i) ≡ []) →
+  active S (popAll S' ths) ≡ active S ths
+active-popAll []          []       []         h = refl
+active-popAll (false ∷ S) (b' ∷ S') (th ∷ ths) h = cong (false ∷_) (active-popAll S S' ths (λ i → h (suc i)))
+active-popAll (true ∷ S)  (b' ∷ S') (th ∷ ths) h =
+  cong₂ _∷_ (cond-run b' th (h zero refl)) (active-popAll S S' ths (λ i → h (suc i)))
 
 ------------------------------------------------------------------------
 -- lookups after updates
@@ -80,14 +111,27 @@ popAll-upd : ∀ {n} (S : Mask n) ths t x → lookup S t ≡ false →
 popAll-upd (false ∷ S) (th ∷ ths) zero    x refl = refl
 popAll-upd (b ∷ S)     (th ∷ ths) (suc t) x p    = cong (_ ∷_) (popAll-upd S ths t x p)
 
-popAll-comm : ∀ {n} (S S' : Mask n) ths → Disjoint S S' →
-              popAll S (popAll S' ths) ≡ popAll S' (popAll S ths)
-popAll-comm [] [] [] d = refl
-popAll-comm (false ∷ S) (false ∷ S') (th ∷ ths) d = cong (th ∷_) (popAll-comm S S' ths (λ i → d (suc i)))
-popAll-comm (false ∷ S) (true ∷ S') (th ∷ ths) d = cong (pop th ∷_) (popAll-comm S S' ths (λ i → d (suc i)))
-popAll-comm (true ∷ S) (false ∷ S') (th ∷ ths) d = cong (pop th ∷_) (popAll-comm S S' ths (λ i → d (suc i)))
-popAll-comm (true ∷ S) (true ∷ S') (th ∷ ths) d with d zero refl
-... | ()
+popAll-comm : ∀ {n} (S S' : Mask n) ths → popAll S (popAll S' ths) ≡ popAll S' (popAll S ths)
+popAll-comm [] [] [] = refl
+popAll-comm (false ∷ S) (false ∷ S') (th ∷ ths) = cong (th ∷_) (popAll-comm S S' ths)
+popAll-comm (false ∷ S) (true ∷ S') (th ∷ ths) = cong (pop th ∷_) (popAll-comm S S' ths)
+popAll-comm (true ∷ S) (false ∷ S') (th ∷ ths) = cong (pop th ∷_) (popAll-comm S S' ths)
+popAll-comm (true ∷ S) (true ∷ S') (th ∷ ths) = cong (pop (pop th) ∷_) (popAll-comm S S' ths)
+
+lookup-popAll : ∀ {n} (S : Mask n) ths z →
+                lookup (popAll S ths) z ≡ (if lookup S z then pop (lookup ths z) else lookup ths z)
+lookup-popAll (b ∷ S) (th ∷ ths) zero    = refl
+lookup-popAll (b ∷ S) (th ∷ ths) (suc z) = lookup-popAll S ths z
+
+pop-exited : ∀ th → prog th ≡ [] → prog (pop th) ≡ []
+pop-exited (thread rs []) e = refl
+
+-- readiness for S survives a barrier over S' that shares only exited threads
+ready-popAll : ∀ (S S' : Mask N) (ths : Vec Thread N) i → Ready S (lookup ths i) → (lookup S' i ≡ true → prog (lookup ths i) ≡ []) →
+               Ready S (lookup (popAll S' ths) i)
+ready-popAll S S' ths i r h with bcase (lookup S' i)
+... | inj₂ q = subst (Ready S) (sym (lookup-popAll-false S' ths i q)) r
+... | inj₁ q = inj₂ (trans (cong prog (lookup-popAll S' ths i)) (subst (λ b → prog (if b then pop (lookup ths i) else lookup ths i) ≡ []) (sym q) (pop-exited (lookup ths i) (h q))))
 
 -- two updates of the same address, in both orders
 ctx-same : ∀ (cs : Vec ACtx M) a (f g : ACtx → ACtx) → f (g (lookup cs a)) ≡ g (f (lookup cs a)) →
@@ -215,53 +259,58 @@ bad-go s t (wr a w x) u (wr b v y) ne p with a ≟ b
                    (∨-trueˡ (anyAt u (rU (lookup (ctx s) a))) (allBut-other t u ne))
 ... | no ab    = trans (cong (wrBad u) (lookup∘update′ (≢-sym ab) (ctx s) _)) p
 
-bad-sync : ∀ S t k (cs : Vec ACtx M) → lookup S t ≡ false →
-           badAct t k cs ≡ true → badAct t k (map (syncA S) cs) ≡ true
-bad-sync S t (loc x) cs q p = p
-bad-sync S t blk cs q p = p
-bad-sync S t (rd a g) cs q p =
-  trans (cong (rdBad t) (lookup-map a (syncA S) cs)) (bar-keeps S (wU (lookup cs a)) t p q)
-bad-sync S t (wr a w x) cs q p with bcase (lookup (wU (lookup cs a)) t)
-... | inj₁ r = trans (cong (wrBad t) (lookup-map a (syncA S) cs))
-                 (∨-trueˡ (anyAt t (map (bar S) (rU (lookup cs a)))) (bar-keeps S (wU (lookup cs a)) t r q))
+bad-sync : ∀ S P t k (cs : Vec ACtx M) → lookup P t ≡ false →
+           badAct t k cs ≡ true → badAct t k (map (syncA S P) cs) ≡ true
+bad-sync S P t (loc x) cs q p = p
+bad-sync S P t blk cs q p = p
+bad-sync S P t (rd a g) cs q p =
+  trans (cong (rdBad t) (lookup-map a (syncA S P) cs)) (bar-keeps S P (wU (lookup cs a)) t p q)
+bad-sync S P t (wr a w x) cs q p with bcase (lookup (wU (lookup cs a)) t)
+... | inj₁ r = trans (cong (wrBad t) (lookup-map a (syncA S P) cs))
+                 (∨-trueˡ (anyAt t (map (bar S P) (rU (lookup cs a)))) (bar-keeps S P (wU (lookup cs a)) t r q))
 ... | inj₂ r rewrite r =
-  trans (cong (wrBad t) (lookup-map a (syncA S) cs))
-    (∨-trueʳ (lookup (bar S (wU (lookup cs a))) t) (anyAt-bar-true S t (rU (lookup cs a)) q p))
+  trans (cong (wrBad t) (lookup-map a (syncA S P) cs))
+    (∨-trueʳ (lookup (bar S P (wU (lookup cs a))) t) (anyAt-bar-true S P t (rU (lookup cs a)) q p))
 
-ok-sync : ∀ S t k (cs : Vec ACtx M) → badAct t k cs ≡ false → badAct t k (map (syncA S) cs) ≡ false
-ok-sync S t (loc x) cs p = p
-ok-sync S t blk cs p = p
-ok-sync S t (rd a g) cs p =
-  trans (cong (rdBad t) (lookup-map a (syncA S) cs)) (bar-false S (wU (lookup cs a)) t p)
-ok-sync S t (wr a w x) cs p with ∨-false {lookup (wU (lookup cs a)) t} p
+ok-sync : ∀ S P t k (cs : Vec ACtx M) → badAct t k cs ≡ false → badAct t k (map (syncA S P) cs) ≡ false
+ok-sync S P t (loc x) cs p = p
+ok-sync S P t blk cs p = p
+ok-sync S P t (rd a g) cs p =
+  trans (cong (rdBad t) (lookup-map a (syncA S P) cs)) (bar-false S P (wU (lookup cs a)) t p)
+ok-sync S P t (wr a w x) cs p with ∨-false {lookup (wU (lookup cs a)) t} p
 ... | p₁ , p₂ =
-  trans (cong (wrBad t) (lookup-map a (syncA S) cs))
-    (trans (cong (_∨ anyAt t (map (bar S) (rU (lookup cs a)))) (bar-false S (wU (lookup cs a)) t p₁))
-           (anyAt-bar-false S t (rU (lookup cs a)) p₂))
+  trans (cong (wrBad t) (lookup-map a (syncA S P) cs))
+    (trans (cong (_∨ anyAt t (map (bar S P) (rU (lookup cs a)))) (bar-false S P (wU (lookup cs a)) t p₁))
+           (anyAt-bar-false S P t (rU (lookup cs a)) p₂))
 
 ------------------------------------------------------------------------
 -- barriers commute with local steps of non-participants, and with
 -- barriers over disjoint sets
 
-syncA-rdUpd : ∀ S t c → lookup S t ≡ false → syncA S (rdUpd t c) ≡ rdUpd t (syncA S c)
-syncA-rdUpd S t c q =
-  cong (actx _) (trans (map-[]≔ (bar S) (rU c) t) (cong (map (bar S) (rU c) [ t ]≔_) (bar-allBut S t q)))
+syncA-rdUpd : ∀ S P t c → lookup S t ≡ false → syncA S P (rdUpd t c) ≡ rdUpd t (syncA S P c)
+syncA-rdUpd S P t c q =
+  cong (actx _) (trans (map-[]≔ (bar S P) (rU c) t) (cong (map (bar S P) (rU c) [ t ]≔_) (bar-allBut S P t q)))
 
-syncA-wrUpd : ∀ S t c → lookup S t ≡ false → syncA S (wrUpd t c) ≡ wrUpd t (syncA S c)
-syncA-wrUpd S t c q = cong (λ z → actx z (map (bar S) (rU c))) (bar-allBut S t q)
+syncA-wrUpd : ∀ S P t c → lookup S t ≡ false → syncA S P (wrUpd t c) ≡ wrUpd t (syncA S P c)
+syncA-wrUpd S P t c q = cong (λ z → actx z (map (bar S P) (rU c))) (bar-allBut S P t q)
 
-ctx-sync-upd : ∀ S (cs : Vec ACtx M) a (f : ACtx → ACtx) → (∀ c → syncA S (f c) ≡ f (syncA S c)) →
-  map (syncA S) (cs [ a ]≔ f (lookup cs a)) ≡ map (syncA S) cs [ a ]≔ f (lookup (map (syncA S) cs) a)
-ctx-sync-upd S cs a f e =
-  trans (map-[]≔ (syncA S) cs a)
-    (cong (map (syncA S) cs [ a ]≔_) (trans (e (lookup cs a)) (cong f (sym (lookup-map a (syncA S) cs)))))
+ctx-sync-upd : ∀ S P (cs : Vec ACtx M) a (f : ACtx → ACtx) → (∀ c → syncA S P (f c) ≡ f (syncA S P c)) →
+  map (syncA S P) (cs [ a ]≔ f (lookup cs a)) ≡ map (syncA S P) cs [ a ]≔ f (lookup (map (syncA S P) cs) a)
+ctx-sync-upd S P cs a f e =
+  trans (map-[]≔ (syncA S P) cs a)
+    (cong (map (syncA S P) cs [ a ]≔_) (trans (e (lookup cs a)) (cong f (sym (lookup-map a (syncA S P) cs)))))
 
 sync-go : ∀ S s t k → lookup S t ≡ false → doSync S (go t k s) ≡ go t k (doSync S s)
-sync-go S s t (loc x) q = st≡ (popAll-upd S (thr s) t x q) refl refl
+sync-go S s t (loc x) q =
+  st≡ (popAll-upd S (thr s) t x q) refl (cong (λ P → map (syncA S P) (ctx s)) (active-upd S (thr s) t x q))
 sync-go S s t (rd a g) q =
-  st≡ (popAll-upd S (thr s) t _ q) refl (ctx-sync-upd S (ctx s) a (rdUpd t) (λ c → syncA-rdUpd S t c q))
+  st≡ (popAll-upd S (thr s) t _ q) refl
+      (trans (cong (λ P → map (syncA S P) (ctx s [ a ]≔ rdUpd t (lookup (ctx s) a))) (active-upd S (thr s) t _ q))
+             (ctx-sync-upd S (active S (thr s)) (ctx s) a (rdUpd t) (λ c → syncA-rdUpd S _ t c q)))
 sync-go S s t (wr a w x) q =
-  st≡ (popAll-upd S (thr s) t x q) refl (ctx-sync-upd S (ctx s) a (wrUpd t) (λ c → syncA-wrUpd S t c q))
+  st≡ (popAll-upd S (thr s) t x q) refl
+      (trans (cong (λ P → map (syncA S P) (ctx s [ a ]≔ wrUpd t (lookup (ctx s) a))) (active-upd S (thr s) t x q))
+             (ctx-sync-upd S (active S (thr s)) (ctx s) a (wrUpd t) (λ c → syncA-wrUpd S _ t c q)))
 sync-go S s t blk q = refl
 
 map-comm : ∀ {X : Set} {k} (f g : X → X) → (∀ x → f (g x) ≡ g (f x)) → (xs : Vec X k) →
@@ -269,14 +318,25 @@ map-comm : ∀ {X : Set} {k} (f g : X → X) → (∀ x → f (g x) ≡ g (f x))
 map-comm f g e []       = refl
 map-comm f g e (x ∷ xs) = cong₂ _∷_ (e x) (map-comm f g e xs)
 
-syncA-comm : ∀ S S' c → Disjoint S S' → syncA S (syncA S' c) ≡ syncA S' (syncA S c)
-syncA-comm S S' c d =
-  cong₂ actx (bar-comm S S' (wU c) d) (map-comm (bar S) (bar S') (λ U → bar-comm S S' U d) (rU c))
+syncA-comm : ∀ S P S' P' c → Disjoint S P' → Disjoint S' P →
+             syncA S P (syncA S' P' c) ≡ syncA S' P' (syncA S P c)
+syncA-comm S P S' P' c d d' =
+  cong₂ actx (bar-comm S P S' P' (wU c) d d')
+             (map-comm (bar S P) (bar S' P') (λ U → bar-comm S P S' P' U d d') (rU c))
 
-sync-sync : ∀ S S' s → Disjoint S S' → doSync S (doSync S' s) ≡ doSync S' (doSync S s)
-sync-sync S S' s d =
-  st≡ (popAll-comm S S' (thr s) d) refl
-      (map-comm (syncA S) (syncA S') (λ c → syncA-comm S S' c d) (ctx s))
+-- two barriers that share only exited threads commute
+sync-sync : ∀ S S' s →
+  (∀ i → lookup S i ≡ true → lookup S' i ≡ true → prog (lookup (thr s) i) ≡ []) →
+  Disjoint S (active S' (thr s)) → Disjoint S' (active S (thr s)) →
+  doSync S (doSync S' s) ≡ doSync S' (doSync S s)
+sync-sync S S' s ov d d' =
+  st≡ (popAll-comm S S' (thr s)) refl
+      (trans (cong (λ P → map (syncA S P) (map (syncA S' (active S' (thr s))) (ctx s)))
+                   (active-popAll S S' (thr s) ov))
+      (trans (map-comm (syncA S (active S (thr s))) (syncA S' (active S' (thr s)))
+                       (λ c → syncA-comm S _ S' _ c d d') (ctx s))
+             (cong (λ P → map (syncA S' P) (map (syncA S (active S (thr s))) (ctx s)))
+                   (sym (active-popAll S' S (thr s) (λ i p q → ov i q p))))))
 
 ------------------------------------------------------------------------
 -- The diamond
@@ -285,7 +345,7 @@ swapJ : ∀ {b c} → Joinable? b c → Joinable? c b
 swapJ (d , x , y) = d , y , x
 
 Enabled : Mask N → State → Set
-Enabled S s = ∀ i → lookup S i ≡ true → AtSync S (lookup (thr s) i)
+Enabled S s = ∀ i → lookup S i ≡ true → Ready S (lookup (thr s) i)
 
 go-go : ∀ s t u {kt ku} →
         act (lookup (thr s) t) ≡ kt → Live kt → badAct t kt (ctx s) ≡ false →
@@ -315,59 +375,91 @@ go-bad s t u {kt} {ku} pt bt pu bu with t ≟ u
   inj₁ refl
 
 go-sync : ∀ s t {kt} → act (lookup (thr s) t) ≡ kt → Live kt → badAct t kt (ctx s) ≡ false →
-          ∀ S t₀ → lookup S t₀ ≡ true → Enabled S s →
+          ∀ S t₀ → lookup S t₀ ≡ true → AtSync S (lookup (thr s) t₀) → Enabled S s →
           Joinable? (ok (go t kt s)) (ok (doSync S s))
-go-sync s t {kt} pt lt bt S t₀ p₀ en =
+go-sync s t {kt} pt lt bt S t₀ p₀ a₀ en =
   ok (doSync S (go t kt s)) ,
-  inj₂ (s-sync S t₀ p₀ en') ,
+  inj₂ (s-sync S t₀ p₀ (subst (AtSync S) (sym (thr-go s t kt t₀ (ne t₀ p₀))) a₀) en') ,
   inj₂ (subst (λ z → ok (doSync S s) ⟶ ok z) (sym (sync-go S s t kt q))
               (s-go t (trans (cong act (lookup-popAll-false S (thr s) t q)) pt) lt
-                      (ok-sync S t kt (ctx s) bt)))
+                      (ok-sync S (active S (thr s)) t kt (ctx s) bt)))
   where
     q : lookup S t ≡ false
     q = not-in-barrier s S t en pt lt
+    ne : ∀ i → lookup S i ≡ true → i ≢ t
+    ne i p e = t≢f (trans (sym p) (trans (cong (lookup S) e) q))
     en' : Enabled S (go t kt s)
-    en' i p = subst (AtSync S) (sym (thr-go s t kt i (λ e → t≢f (trans (sym p) (trans (cong (lookup S) e) q)))))
-                    (en i p)
+    en' i p = subst (Ready S) (sym (thr-go s t kt i (ne i p))) (en i p)
 
 bad-sync' : ∀ s t {k} → act (lookup (thr s) t) ≡ k → badAct t k (ctx s) ≡ true →
-            ∀ S t₀ → lookup S t₀ ≡ true → Enabled S s → Joinable? err (ok (doSync S s))
-bad-sync' s t {k} pt bt S t₀ p₀ en =
+            ∀ S t₀ → lookup S t₀ ≡ true → AtSync S (lookup (thr s) t₀) → Enabled S s →
+            Joinable? err (ok (doSync S s))
+bad-sync' s t {k} pt bt S t₀ p₀ a₀ en =
   err , inj₁ refl ,
-  inj₂ (s-bad t (trans (cong act (lookup-popAll-false S (thr s) t q)) pt) (bad-sync S t k (ctx s) q bt))
+  inj₂ (s-bad t (trans (cong act (lookup-popAll-false S (thr s) t q)) pt)
+                (bad-sync S (active S (thr s)) t k (ctx s) (active-false S (thr s) t q) bt))
   where
     q : lookup S t ≡ false
     q = not-in-barrier s S t en pt (bad→live t k (ctx s) bt)
 
-sync-sync' : ∀ s S t₀ → lookup S t₀ ≡ true → Enabled S s →
-             ∀ S' t₀' → lookup S' t₀' ≡ true → Enabled S' s →
+exited-overlap : ∀ (S S' : Mask N) th → S ≢ S' → Ready S th → Ready S' th → prog th ≡ []
+exited-overlap S S' th ne (inj₁ (is , e)) (inj₁ (is' , e')) = ⊥-elim (ne (syncInj (trans (sym e) e')))
+exited-overlap S S' th ne (inj₁ (is , e)) (inj₂ e') with trans (sym e) e'
+... | ()
+exited-overlap S S' th ne (inj₂ e) r' = e
+
+running-exited : ∀ th → prog th ≡ [] → running th ≡ false
+running-exited (thread rs []) e = refl
+
+atSync-running : ∀ {S} th → AtSync S th → running th ≡ true
+atSync-running (thread rs ._) (is , refl) = refl
+
+sync-sync' : ∀ s S t₀ → lookup S t₀ ≡ true → AtSync S (lookup (thr s) t₀) → Enabled S s →
+             ∀ S' t₀' → lookup S' t₀' ≡ true → AtSync S' (lookup (thr s) t₀') → Enabled S' s →
              Joinable? (ok (doSync S s)) (ok (doSync S' s))
-sync-sync' s S t₀ p₀ en S' t₀' p₀' en' with ≡-dec BoolP._≟_ S S'
+sync-sync' s S t₀ p₀ a₀ en S' t₀' p₀' a₀' en' with ≡-dec BoolP._≟_ S S'
 ... | yes refl = _ , inj₁ refl , inj₁ refl
 ... | no ne =
   ok (doSync S' (doSync S s)) ,
-  inj₂ (s-sync S' t₀' p₀' en₂) ,
-  inj₂ (subst (λ z → ok (doSync S' s) ⟶ ok z) (sync-sync S S' s d) (s-sync S t₀ p₀ en₁))
+  inj₂ (s-sync S' t₀' p₀' (keep S' S t₀' a₀' (λ q → ov t₀' q p₀')) en₂) ,
+  inj₂ (subst (λ z → ok (doSync S' s) ⟶ ok z) (sync-sync S S' s ov d d')
+              (s-sync S t₀ p₀ (keep S S' t₀ a₀ (λ q → ov t₀ p₀ q)) en₁))
   where
-    d : Disjoint S S'
-    d i p with bcase (lookup S' i)
-    ... | inj₂ q = q
-    ... | inj₁ q = ⊥-elim (ne (syncInj (trans (sym (proj₂ (en i p))) (proj₂ (en' i q)))))
+    ov : ∀ i → lookup S i ≡ true → lookup S' i ≡ true → prog (lookup (thr s) i) ≡ []
+    ov i p q = exited-overlap S S' (lookup (thr s) i) ne (en i p) (en' i q)
+    -- the other barrier does not touch an active participant
+    keep : ∀ A B i → AtSync A (lookup (thr s) i) → (lookup B i ≡ true → prog (lookup (thr s) i) ≡ []) →
+           AtSync A (lookup (popAll B (thr s)) i)
+    keep A B i a h with bcase (lookup B i)
+    ... | inj₂ q = subst (AtSync A) (sym (lookup-popAll-false B (thr s) i q)) a
+    ... | inj₁ q with trans (sym (proj₂ a)) (h q)
+    ...   | ()
+    inactive : ∀ A B i → lookup A i ≡ true → (lookup B i ≡ true → prog (lookup (thr s) i) ≡ []) →
+               lookup (active B (thr s)) i ≡ false
+    inactive A B i p h with bcase (lookup B i)
+    ... | inj₂ q = active-false B (thr s) i q
+    ... | inj₁ q = trans (lookup-active B (thr s) i)
+                         (trans (cong (lookup B i ∧_) (running-exited _ (h q))) (BoolP.∧-zeroʳ (lookup B i)))
+    d : Disjoint S (active S' (thr s))
+    d i p = inactive S S' i p (ov i p)
+    d' : Disjoint S' (active S (thr s))
+    d' i p = inactive S' S i p (λ q → ov i q p)
     en₁ : Enabled S (doSync S' s)
-    en₁ i p = subst (AtSync S) (sym (lookup-popAll-false S' (thr s) i (d i p))) (en i p)
+    en₁ i p = ready-popAll S S' (thr s) i (en i p) (ov i p)
     en₂ : Enabled S' (doSync S s)
-    en₂ i p = subst (AtSync S') (sym (lookup-popAll-false S (thr s) i (disj-sym S S' d i p))) (en' i p)
+    en₂ i p = ready-popAll S' S (thr s) i (en' i p) (λ q → ov i q p)
 
 diamond : Diamond?
 diamond (s-go {s} t pt lt bt) (s-go u pu lu bu) = go-go s t u pt lt bt pu lu bu
 diamond (s-go {s} t pt lt bt) (s-bad u pu bu)   = go-bad s t u pt bt pu bu
-diamond (s-go {s} t pt lt bt) (s-sync S t₀ p₀ en) = go-sync s t pt lt bt S t₀ p₀ en
+diamond (s-go {s} t pt lt bt) (s-sync S t₀ p₀ a₀ en) = go-sync s t pt lt bt S t₀ p₀ a₀ en
 diamond (s-bad {s} t pt bt) (s-go u pu lu bu)   = swapJ (go-bad s u t pu bu pt bt)
 diamond (s-bad t pt bt) (s-bad u pu bu)         = err , inj₁ refl , inj₁ refl
-diamond (s-bad {s} t pt bt) (s-sync S t₀ p₀ en) = bad-sync' s t pt bt S t₀ p₀ en
-diamond (s-sync {s} S t₀ p₀ en) (s-go u pu lu bu) = swapJ (go-sync s u pu lu bu S t₀ p₀ en)
-diamond (s-sync {s} S t₀ p₀ en) (s-bad u pu bu) = swapJ (bad-sync' s u pu bu S t₀ p₀ en)
-diamond (s-sync {s} S t₀ p₀ en) (s-sync S' t₀' p₀' en') = sync-sync' s S t₀ p₀ en S' t₀' p₀' en'
+diamond (s-bad {s} t pt bt) (s-sync S t₀ p₀ a₀ en) = bad-sync' s t pt bt S t₀ p₀ a₀ en
+diamond (s-sync {s} S t₀ p₀ a₀ en) (s-go u pu lu bu) = swapJ (go-sync s u pu lu bu S t₀ p₀ a₀ en)
+diamond (s-sync {s} S t₀ p₀ a₀ en) (s-bad u pu bu) = swapJ (bad-sync' s u pu bu S t₀ p₀ a₀ en)
+diamond (s-sync {s} S t₀ p₀ a₀ en) (s-sync S' t₀' p₀' a₀' en') =
+  sync-sync' s S t₀ p₀ a₀ en S' t₀' p₀' a₀' en'
 
 -- Confluence of the checked semantics (Volta, Lemma 1)
 checked-confluent : Confluent

@@ -31,7 +31,7 @@ module D₂ = Confluence.Diamond V₂ _⊕₂_ N M R
 module C₂ = Confluence.Corollaries V₂ _⊕₂_ N M R
 open import Confluence.Context N M
 
-open import Data.Bool using (Bool; true; false; if_then_else_)
+open import Data.Bool using (Bool; true; false; _∧_; if_then_else_)
 open import Data.Fin using (Fin)
 import Data.List as List
 open List using (List; []; _∷_)
@@ -111,6 +111,18 @@ popAll-map (b ∷ S) (th ∷ ths) = cong₂ _∷_ (cond-map b th) (popAll-map S 
 atSync-map : ∀ S th → L₁.AtSync S th → L₂.AtSync S (mapT th)
 atSync-map S th (is , e) = List.map mapI is , cong (List.map mapI) e
 
+ready-map : ∀ S th → L₁.Ready S th → L₂.Ready S (mapT th)
+ready-map S th (inj₁ a) = inj₁ (atSync-map S th a)
+ready-map S th (inj₂ e) = inj₂ (cong (List.map mapI) e)
+
+running-map : ∀ th → L₂.running (mapT th) ≡ L₁.running th
+running-map (L₁.thread rs [])      = refl
+running-map (L₁.thread rs (i ∷ is)) = refl
+
+active-map : ∀ {n} (S : Mask n) ths → L₂.active S (map mapT ths) ≡ L₁.active S ths
+active-map []      []         = refl
+active-map (b ∷ S) (th ∷ ths) = cong₂ _∷_ (cong (b ∧_) (running-map th)) (active-map S ths)
+
 map-step : ∀ {c c'} → c L₁.⟶ c' → mapC c L₂.⟶ mapC c'
 map-step (L₁.s-go {s} t {k} p l b) with go-map s t (lookup (L₁.thr s) t) p l
 ... | k₂ , p₂ , l₂ , bq , eq =
@@ -119,11 +131,14 @@ map-step (L₁.s-go {s} t {k} p l b) with go-map s t (lookup (L₁.thr s) t) p l
 map-step (L₁.s-bad {s} t {k} p b) with go-map s t (lookup (L₁.thr s) t) p (D₁.bad→live t k (L₁.ctx s) b)
 ... | k₂ , p₂ , l₂ , bq , eq =
   L₂.s-bad t (trans (cong L₂.act (lookup-map t mapT (L₁.thr s))) p₂) (trans bq b)
-map-step (L₁.s-sync {s} S t₀ p₀ en) =
-  subst (λ z → L₂.ok (mapS s) L₂.⟶ L₂.ok z) (sym (D₂.st≡ (popAll-map S (L₁.thr s)) refl refl))
+map-step (L₁.s-sync {s} S t₀ p₀ a₀ en) =
+  subst (λ z → L₂.ok (mapS s) L₂.⟶ L₂.ok z)
+        (sym (D₂.st≡ (popAll-map S (L₁.thr s)) refl
+                     (cong (λ P → map (syncA S P) (L₁.ctx s)) (sym (active-map S (L₁.thr s))))))
         (L₂.s-sync S t₀ p₀
-          (λ i q → subst (L₂.AtSync S) (sym (lookup-map i mapT (L₁.thr s)))
-                         (atSync-map S (lookup (L₁.thr s) i) (en i q))))
+          (subst (L₂.AtSync S) (sym (lookup-map t₀ mapT (L₁.thr s))) (atSync-map S (lookup (L₁.thr s) t₀) a₀))
+          (λ i q → subst (L₂.Ready S) (sym (lookup-map i mapT (L₁.thr s)))
+                         (ready-map S (lookup (L₁.thr s) i) (en i q))))
 
 map-run : ∀ {c c'} → c D₁.⟶* c' → mapC c D₂.⟶* mapC c'
 map-run D₁.ε        = D₂.ε
@@ -148,6 +163,13 @@ atSync-unmap S (L₁.thread rs (L₁.load r a ∷ is))   (is' , ())
 atSync-unmap S (L₁.thread rs (L₁.store a r ∷ is))  (is' , ())
 atSync-unmap S (L₁.thread rs (L₁.sync .S ∷ is))    (is' , refl) = is , refl
 
+map-nil : ∀ p → List.map mapI p ≡ [] → p ≡ []
+map-nil [] e = refl
+
+ready-unmap : ∀ S th → L₂.Ready S (mapT th) → L₁.Ready S th
+ready-unmap S th (inj₁ a) = inj₁ (atSync-unmap S th a)
+ready-unmap S th (inj₂ e) = inj₂ (map-nil (L₁.prog th) e)
+
 one-step : ∀ s t → L₁.Live (L₁.act (lookup (L₁.thr s) t)) → ∃ λ c → L₁.ok s L₁.⟶ c
 one-step s t l with bcase (L₁.badAct t (L₁.act (lookup (L₁.thr s) t)) (L₁.ctx s))
 ... | inj₁ b = _ , L₁.s-bad t refl b
@@ -163,9 +185,11 @@ terminal-map : ∀ s → D₁.Terminal (L₁.ok s) → D₂.Terminal (L₂.ok (m
 terminal-map s T (L₂.s-go t p₂ l₂ b₂) = T (proj₂ (one-step s t (live-at s t p₂ l₂)))
 terminal-map s T (L₂.s-bad t {k₂} p₂ b₂) =
   T (proj₂ (one-step s t (live-at s t p₂ (D₂.bad→live t k₂ (L₁.ctx s) b₂))))
-terminal-map s T (L₂.s-sync S t₀ p₀ en) =
-  T (L₁.s-sync S t₀ p₀ (λ i q → atSync-unmap S (lookup (L₁.thr s) i)
-                                  (subst (L₂.AtSync S) (lookup-map i mapT (L₁.thr s)) (en i q))))
+terminal-map s T (L₂.s-sync S t₀ p₀ a₀ en) =
+  T (L₁.s-sync S t₀ p₀
+       (atSync-unmap S (lookup (L₁.thr s) t₀) (subst (L₂.AtSync S) (lookup-map t₀ mapT (L₁.thr s)) a₀))
+       (λ i q → ready-unmap S (lookup (L₁.thr s) i)
+                  (subst (L₂.Ready S) (lookup-map i mapT (L₁.thr s)) (en i q))))
 
 ------------------------------------------------------------------------
 -- The soundness of one symbolic replay for all concrete runs

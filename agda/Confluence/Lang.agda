@@ -12,11 +12,12 @@ open import Data.Nat using (ℕ)
 
 module Confluence.Lang (Val : Set) (_⊕_ : Val → Val → Val) (N M R : ℕ) where
 
-open import Data.Bool using (Bool; true; false; _∨_; if_then_else_)
+open import Data.Bool using (Bool; true; false; _∨_; _∧_; if_then_else_)
 open import Data.Fin using (Fin; zero; suc)
 open import Data.List using (List; []; _∷_)
 open import Data.Vec using (Vec; []; _∷_; lookup; _[_]≔_; map)
 open import Data.Product using (∃; _×_; _,_)
+open import Data.Sum using (_⊎_; inj₁; inj₂)
 open import Relation.Binary.PropositionalEquality
 open import Confluence.Context N M public
 
@@ -65,6 +66,20 @@ pop (thread rs (i ∷ is)) = thread rs is
 AtSync : Mask N → Thread → Set
 AtSync S th = ∃ λ is → prog th ≡ sync S ∷ is
 
+-- a member of a barrier over S is ready when it waits at `sync S` or
+-- has exited (as in Volta: exited threads do not block a barrier)
+Ready : Mask N → Thread → Set
+Ready S th = AtSync S th ⊎ prog th ≡ []
+
+running : Thread → Bool
+running (thread rs [])      = false
+running (thread rs (i ∷ is)) = true
+
+-- the active participants of a barrier over S: the members still running
+active : ∀ {n} → Mask n → Vec Thread n → Mask n
+active []      []         = []
+active (b ∷ S) (th ∷ ths) = (b ∧ running th) ∷ active S ths
+
 popAll : ∀ {n} → Mask n → Vec Thread n → Vec Thread n
 popAll []      []         = []
 popAll (b ∷ S) (th ∷ ths) = (if b then pop th else th) ∷ popAll S ths
@@ -92,8 +107,8 @@ udoSync S u = ustate (popAll S (uthr u)) (umem u)
 infix 4 _⟶u_
 data _⟶u_ : UState → UState → Set where
   u-go   : ∀ {u} t {k} → act (lookup (uthr u) t) ≡ k → Live k → u ⟶u ugo t k u
-  u-sync : ∀ {u} S t₀ → lookup S t₀ ≡ true →
-           (∀ t → lookup S t ≡ true → AtSync S (lookup (uthr u) t)) →
+  u-sync : ∀ {u} S t₀ → lookup S t₀ ≡ true → AtSync S (lookup (uthr u) t₀) →
+           (∀ t → lookup S t ≡ true → Ready S (lookup (uthr u) t)) →
            u ⟶u udoSync S u
 
 ------------------------------------------------------------------------
@@ -124,7 +139,7 @@ go t (wr a w x) s = state (thr s [ t ]≔ x) (mem s [ a ]≔ w)
 go t blk        s = s
 
 doSync : Mask N → State → State
-doSync S s = state (popAll S (thr s)) (mem s) (map (syncA S) (ctx s))
+doSync S s = state (popAll S (thr s)) (mem s) (map (syncA S (active S (thr s))) (ctx s))
 
 data Conf : Set where
   ok  : State → Conf
@@ -136,8 +151,8 @@ data _⟶_ : Conf → Conf → Set where
            badAct t k (ctx s) ≡ false → ok s ⟶ ok (go t k s)
   s-bad  : ∀ {s} t {k} → act (lookup (thr s) t) ≡ k →
            badAct t k (ctx s) ≡ true → ok s ⟶ err
-  s-sync : ∀ {s} S t₀ → lookup S t₀ ≡ true →
-           (∀ t → lookup S t ≡ true → AtSync S (lookup (thr s) t)) →
+  s-sync : ∀ {s} S t₀ → lookup S t₀ ≡ true → AtSync S (lookup (thr s) t₀) →
+           (∀ t → lookup S t ≡ true → Ready S (lookup (thr s) t)) →
            ok s ⟶ ok (doSync S s)
 
 -- forgetting the race-tracking context

@@ -50,12 +50,15 @@ meets : ∀ {n} → Mask n → Mask n → Bool
 meets []      []      = false
 meets (s ∷ S) (u ∷ U) = (s ∧ not u) ∨ meets S U
 
--- Effect of a barrier over S on the set U of the threads that are not yet
--- ordered after some memory access.  If some participant of the barrier
--- is already ordered after the access, then after the barrier every
+-- Effect of a barrier over S, whose active participants (the members of
+-- S that have not exited) are P, on the set U of the threads that are
+-- not yet ordered after some memory access.  If some member of S is
+-- already ordered after the access (an exited member counts: its exit
+-- comes after everything it did), then after the barrier every active
 -- participant is (happens-before is transitive through barriers).
-bar : ∀ {n} → Mask n → Mask n → Mask n
-bar S U = if meets S U then U ∖ S else U
+-- Exited members do not change: they took no part after their exit.
+bar : ∀ {n} → Mask n → Mask n → Mask n → Mask n
+bar S P U = if meets S U then U ∖ P else U
 
 Disjoint : ∀ {n} → Mask n → Mask n → Set
 Disjoint S S' = ∀ i → lookup S i ≡ true → lookup S' i ≡ false
@@ -90,28 +93,28 @@ meets-allBut (false ∷ S) zero    p = meets-all S
 meets-allBut (true  ∷ S) (suc t) p = meets-allBut S t p
 meets-allBut (false ∷ S) (suc t) p = meets-allBut S t p
 
-barT : ∀ {n} (S U : Mask n) → meets S U ≡ true → bar S U ≡ U ∖ S
-barT S U p rewrite p = refl
+barT : ∀ {n} (S P U : Mask n) → meets S U ≡ true → bar S P U ≡ U ∖ P
+barT S P U p rewrite p = refl
 
-barF : ∀ {n} (S U : Mask n) → meets S U ≡ false → bar S U ≡ U
-barF S U p rewrite p = refl
+barF : ∀ {n} (S P U : Mask n) → meets S U ≡ false → bar S P U ≡ U
+barF S P U p rewrite p = refl
 
 -- a barrier not involving t leaves "all but t" unchanged
-bar-allBut : ∀ {n} (S : Mask n) t → lookup S t ≡ false → bar S (allBut t) ≡ allBut t
-bar-allBut S t p = barF S (allBut t) (meets-allBut S t p)
+bar-allBut : ∀ {n} (S P : Mask n) t → lookup S t ≡ false → bar S P (allBut t) ≡ allBut t
+bar-allBut S P t p = barF S P (allBut t) (meets-allBut S t p)
 
--- a barrier not involving t keeps t unsynchronised
-bar-keeps : ∀ {n} (S U : Mask n) t → lookup U t ≡ true → lookup S t ≡ false →
-            lookup (bar S U) t ≡ true
-bar-keeps S U t pu ps with bcase (meets S U)
-... | inj₁ m rewrite barT S U m | lookup-∖ U S t | pu | ps = refl
-... | inj₂ m rewrite barF S U m = pu
+-- a barrier in which t does not take part keeps t unsynchronised
+bar-keeps : ∀ {n} (S P U : Mask n) t → lookup U t ≡ true → lookup P t ≡ false →
+            lookup (bar S P U) t ≡ true
+bar-keeps S P U t pu ps with bcase (meets S U)
+... | inj₁ m rewrite barT S P U m | lookup-∖ U P t | pu | ps = refl
+... | inj₂ m rewrite barF S P U m = pu
 
 -- a barrier never makes a synchronised thread unsynchronised
-bar-false : ∀ {n} (S U : Mask n) t → lookup U t ≡ false → lookup (bar S U) t ≡ false
-bar-false S U t pu with bcase (meets S U)
-... | inj₁ m rewrite barT S U m | lookup-∖ U S t | pu = refl
-... | inj₂ m rewrite barF S U m = pu
+bar-false : ∀ {n} (S P U : Mask n) t → lookup U t ≡ false → lookup (bar S P U) t ≡ false
+bar-false S P U t pu with bcase (meets S U)
+... | inj₁ m rewrite barT S P U m | lookup-∖ U P t | pu = refl
+... | inj₂ m rewrite barF S P U m = pu
 
 meets-∖ : ∀ {n} (S S' U : Mask n) → Disjoint S S' → meets S (U ∖ S') ≡ meets S U
 meets-∖ [] [] [] d = refl
@@ -132,27 +135,29 @@ meets-∖ (true ∷ S) (true ∷ S') (u ∷ U) d with d zero refl
 ∖-comm [] [] [] = refl
 ∖-comm (u ∷ U) (a ∷ A) (b ∷ B) = cong₂ _∷_ (∧-swap u (not a) (not b)) (∖-comm U A B)
 
--- barriers over disjoint sets commute
-bar-comm : ∀ {n} (S S' U : Mask n) → Disjoint S S' → bar S (bar S' U) ≡ bar S' (bar S U)
-bar-comm S S' U d with bcase (meets S U) | bcase (meets S' U)
+-- barriers commute when neither one's active participants belong to
+-- the other barrier
+bar-comm : ∀ {n} (S P S' P' U : Mask n) → Disjoint S P' → Disjoint S' P →
+           bar S P (bar S' P' U) ≡ bar S' P' (bar S P U)
+bar-comm S P S' P' U d d' with bcase (meets S U) | bcase (meets S' U)
 ... | inj₁ m | inj₁ m' =
-  trans (cong (bar S) (barT S' U m'))
-  (trans (barT S (U ∖ S') (trans (meets-∖ S S' U d) m))
-  (trans (∖-comm U S' S)
-  (sym (trans (cong (bar S') (barT S U m))
-               (barT S' (U ∖ S) (trans (meets-∖ S' S U (disj-sym S S' d)) m'))))))
+  trans (cong (bar S P) (barT S' P' U m'))
+  (trans (barT S P (U ∖ P') (trans (meets-∖ S P' U d) m))
+  (trans (∖-comm U P' P)
+  (sym (trans (cong (bar S' P') (barT S P U m))
+               (barT S' P' (U ∖ P) (trans (meets-∖ S' P U d') m'))))))
 ... | inj₁ m | inj₂ m' =
-  trans (cong (bar S) (barF S' U m'))
-  (trans (barT S U m)
-  (sym (trans (cong (bar S') (barT S U m))
-               (barF S' (U ∖ S) (trans (meets-∖ S' S U (disj-sym S S' d)) m')))))
+  trans (cong (bar S P) (barF S' P' U m'))
+  (trans (barT S P U m)
+  (sym (trans (cong (bar S' P') (barT S P U m))
+               (barF S' P' (U ∖ P) (trans (meets-∖ S' P U d') m')))))
 ... | inj₂ m | inj₁ m' =
-  trans (cong (bar S) (barT S' U m'))
-  (trans (barF S (U ∖ S') (trans (meets-∖ S S' U d) m))
-  (sym (trans (cong (bar S') (barF S U m)) (barT S' U m'))))
+  trans (cong (bar S P) (barT S' P' U m'))
+  (trans (barF S P (U ∖ P') (trans (meets-∖ S P' U d) m))
+  (sym (trans (cong (bar S' P') (barF S P U m)) (barT S' P' U m'))))
 ... | inj₂ m | inj₂ m' =
-  trans (cong (bar S) (barF S' U m'))
-  (trans (barF S U m) (sym (trans (cong (bar S') (barF S U m)) (barF S' U m'))))
+  trans (cong (bar S P) (barF S' P' U m'))
+  (trans (barF S P U m) (sym (trans (cong (bar S' P') (barF S P U m)) (barF S' P' U m'))))
 
 ------------------------------------------------------------------------
 -- "is t unsynchronised with one of the recorded reads?"
@@ -166,15 +171,15 @@ anyAt-upd : ∀ {n k} t (ms : Vec (Mask n) k) u {m} → lookup m t ≡ true →
 anyAt-upd t (m₀ ∷ ms) zero    p = ∨-trueˡ (anyAt t ms) p
 anyAt-upd t (m₀ ∷ ms) (suc u) p = ∨-trueʳ (lookup m₀ t) (anyAt-upd t ms u p)
 
-anyAt-bar-true : ∀ {n k} (S : Mask n) t (ms : Vec (Mask n) k) → lookup S t ≡ false →
-                 anyAt t ms ≡ true → anyAt t (map (bar S) ms) ≡ true
-anyAt-bar-true S t (m ∷ ms) ps p with bcase (lookup m t)
-... | inj₁ q = ∨-trueˡ (anyAt t (map (bar S) ms)) (bar-keeps S m t q ps)
+anyAt-bar-true : ∀ {n k} (S P : Mask n) t (ms : Vec (Mask n) k) → lookup P t ≡ false →
+                 anyAt t ms ≡ true → anyAt t (map (bar S P) ms) ≡ true
+anyAt-bar-true S P t (m ∷ ms) ps p with bcase (lookup m t)
+... | inj₁ q = ∨-trueˡ (anyAt t (map (bar S P) ms)) (bar-keeps S P m t q ps)
 ... | inj₂ q rewrite q =
-  ∨-trueʳ (lookup (bar S m) t) (anyAt-bar-true S t ms ps p)
+  ∨-trueʳ (lookup (bar S P m) t) (anyAt-bar-true S P t ms ps p)
 
-anyAt-bar-false : ∀ {n k} (S : Mask n) t (ms : Vec (Mask n) k) →
-                  anyAt t ms ≡ false → anyAt t (map (bar S) ms) ≡ false
-anyAt-bar-false S t []       p = refl
-anyAt-bar-false S t (m ∷ ms) p with ∨-false {lookup m t} p
-... | p₁ , p₂ rewrite bar-false S m t p₁ = anyAt-bar-false S t ms p₂
+anyAt-bar-false : ∀ {n k} (S P : Mask n) t (ms : Vec (Mask n) k) →
+                  anyAt t ms ≡ false → anyAt t (map (bar S P) ms) ≡ false
+anyAt-bar-false S P t []       p = refl
+anyAt-bar-false S P t (m ∷ ms) p with ∨-false {lookup m t} p
+... | p₁ , p₂ rewrite bar-false S P m t p₁ = anyAt-bar-false S P t ms p₂

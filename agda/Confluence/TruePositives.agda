@@ -124,10 +124,27 @@ pop-tail : ∀ th → prog (pop th) ≡ tl (prog th)
 pop-tail (thread rs [])       = refl
 pop-tail (thread rs (i ∷ is)) = refl
 
-lookup-popAll : ∀ {n} (S : Mask n) ths z →
-                lookup (popAll S ths) z ≡ (if lookup S z then pop (lookup ths z) else lookup ths z)
-lookup-popAll (b ∷ S) (th ∷ ths) zero    = refl
-lookup-popAll (b ∷ S) (th ∷ ths) (suc z) = lookup-popAll S ths z
+running-false : ∀ th → running th ≡ false → prog th ≡ []
+running-false (thread rs [])       e = refl
+running-false (thread rs (i ∷ is)) ()
+
+-- a thread that is not an active participant keeps its program
+popAll-inactive : ∀ (S : Mask N) ths z → lookup (active S ths) z ≡ false →
+                  prog (lookup (popAll S ths) z) ≡ prog (lookup ths z)
+popAll-inactive S ths z q with bcase (lookup S z)
+... | inj₂ r = cong prog (lookup-popAll-false S ths z r)
+... | inj₁ r =
+  trans (cong prog (lookup-popAll S ths z))
+  (trans (cong (λ b → prog (if b then pop (lookup ths z) else lookup ths z)) r)
+  (trans (pop-exited (lookup ths z) ex) (sym ex)))
+  where
+    ex : prog (lookup ths z) ≡ []
+    ex = running-false (lookup ths z) (trans (sym (cong (_∧ running (lookup ths z)) r))
+                                             (trans (sym (lookup-active S ths z)) q))
+
+ready-prog : ∀ {S th th'} → prog th ≡ prog th' → Ready S th' → Ready S th
+ready-prog e (inj₁ (is , p)) = inj₁ (is , trans e p)
+ready-prog e (inj₂ p)        = inj₂ (trans e p)
 
 prog-popAll : ∀ {n} (S : Mask n) ths ths' z → prog (lookup ths z) ≡ prog (lookup ths' z) →
               prog (lookup (popAll S ths) z) ≡ prog (lookup (popAll S ths') z)
@@ -221,11 +238,11 @@ rec-go s y (wr a' w x) p a (just r) with a' ≟ a
 ... | yes refl = same (cong (λ c → lookup (rU c) r) (lookup∘update a (ctx s) _))
 ... | no ne    = same (cong (λ c → lookup (rU c) r) (lookup∘update′ (λ e → ne (sym e)) (ctx s) _))
 
-rec-sync : ∀ S s a σ → rec (ctx (doSync S s)) a σ ≡ bar S (rec (ctx s) a σ)
-rec-sync S s a nothing  = cong wU (lookup-map a (syncA S) (ctx s))
+rec-sync : ∀ S s a σ → rec (ctx (doSync S s)) a σ ≡ bar S (active S (thr s)) (rec (ctx s) a σ)
+rec-sync S s a nothing  = cong wU (lookup-map a (syncA S (active S (thr s))) (ctx s))
 rec-sync S s a (just r) =
-  trans (cong (λ c → lookup (rU c) r) (lookup-map a (syncA S) (ctx s)))
-        (lookup-map r (bar S) (rU (lookup (ctx s) a)))
+  trans (cong (λ c → lookup (rU c) r) (lookup-map a (syncA S (active S (thr s))) (ctx s)))
+        (lookup-map r (bar S (active S (thr s))) (rU (lookup (ctx s) a)))
 
 ------------------------------------------------------------------------
 -- The invariant is preserved by race-free steps
@@ -272,33 +289,37 @@ inv-go {u₀} {s} {y} {k} I r p l a σ t tin with rec-go s y k p a σ
     (wit-go {u₀} {s} {y} {k} {kindOf σ} {a} {rec (ctx s) a σ} p l
             (I a σ t (trans (cong (λ K → lookup K t) (sym e)) tin)))
 
-inv-sync : ∀ {u₀ s} → Inv u₀ s → ∀ S t₀ → lookup S t₀ ≡ true → Enabled S s → Inv u₀ (doSync S s)
-inv-sync {u₀} {s} I S t₀ p₀ en a σ t tin =
+inv-sync : ∀ {u₀ s} → Inv u₀ s → ∀ S t₀ → lookup S t₀ ≡ true → AtSync S (lookup (thr s) t₀) →
+           Enabled S s → Inv u₀ (doSync S s)
+inv-sync {u₀} {s} I S t₀ p₀ a₀ en a σ t tin =
   subst (Wit u₀ (doSync S s) (kindOf σ) a) (sym (rec-sync S s a σ)) (go' (bcase (meets S K)))
   where
     K = rec (ctx s) a σ
+    P = active S (thr s)
     tK : lookup K t ≡ true
     tK with bcase (lookup K t)
     ... | inj₁ q = q
-    ... | inj₂ q = ⊥-elim (t≢f (trans (sym tin) (trans (cong (λ K' → lookup K' t) (rec-sync S s a σ)) (bar-false S K t q))))
+    ... | inj₂ q = ⊥-elim (t≢f (trans (sym tin) (trans (cong (λ K' → lookup K' t) (rec-sync S s a σ)) (bar-false S P K t q))))
     old = I a σ t tK
-    go' : meets S K ≡ true ⊎ meets S K ≡ false → Wit u₀ (doSync S s) (kindOf σ) a (bar S K)
+    go' : meets S K ≡ true ⊎ meets S K ≡ false → Wit u₀ (doSync S s) (kindOf σ) a (bar S P K)
     go' (inj₁ m) with old
     ... | f , x , rf , accx , xK , sim =
-      subst (Wit u₀ (doSync S s) (kindOf σ) a) (sym (barT S K m))
-        (f , x , rf , accx , ∖-false K S x xK ,
-         λ z zK → trans (sim z (proj₁ (∖-true K S z zK)))
-                        (sym (cong prog (lookup-popAll-false S (thr s) z (proj₂ (∖-true K S z zK))))))
+      subst (Wit u₀ (doSync S s) (kindOf σ) a) (sym (barT S P K m))
+        (f , x , rf , accx , ∖-false K P x xK ,
+         λ z zK → trans (sim z (proj₁ (∖-true K P z zK)))
+                        (sym (popAll-inactive S (thr s) z (proj₂ (∖-true K P z zK)))))
     go' (inj₂ m) with old
     ... | f , x , rf , accx , xK , sim =
-      subst (Wit u₀ (doSync S s) (kindOf σ) a) (sym (barF S K m))
-        (udoSync S f , x , (rf ◅◅u (u-sync S t₀ p₀ enf ◅u εu)) ,
+      subst (Wit u₀ (doSync S s) (kindOf σ) a) (sym (barF S P K m))
+        (udoSync S f , x , (rf ◅◅u (u-sync S t₀ p₀ a₀f enf ◅u εu)) ,
          subst (AccessAt (kindOf σ) a) (sym (lookup-popAll-false S (uthr f) x xS)) accx ,
          xK ,
          λ z zK → prog-popAll S (uthr f) (thr s) z (sim z zK))
       where
-        enf : ∀ i → lookup S i ≡ true → AtSync S (lookup (uthr f) i)
-        enf i iS = proj₁ (en i iS) , trans (sim i (meets-false-sub S K i m iS)) (proj₂ (en i iS))
+        enf : ∀ i → lookup S i ≡ true → Ready S (lookup (uthr f) i)
+        enf i iS = ready-prog {S} {lookup (uthr f) i} {lookup (thr s) i} (sim i (meets-false-sub S K i m iS)) (en i iS)
+        a₀f : AtSync S (lookup (uthr f) t₀)
+        a₀f = proj₁ a₀ , trans (sim t₀ (meets-false-sub S K t₀ m p₀)) (proj₂ a₀)
         xS : lookup S x ≡ false
         xS with bcase (lookup S x)
         ... | inj₂ q = q
@@ -332,9 +353,9 @@ true-positives' {u₀} {s} I r (s-bad t p b ◅ _) = err-race {u₀} {s} I p b
 true-positives' {u₀} {s} I r (s-go y {k} p l b ◅ rest) =
   true-positives' {u₀} {go y k s} (inv-go {u₀} {s} {y} {k} I r p l)
     (r ◅◅u (down₁ (s-go {s} y p l b) ◅u εu)) rest
-true-positives' {u₀} {s} I r (s-sync S t₀ p₀ en ◅ rest) =
-  true-positives' {u₀} {doSync S s} (inv-sync {u₀} {s} I S t₀ p₀ en)
-    (r ◅◅u (down₁ (s-sync {s} S t₀ p₀ en) ◅u εu)) rest
+true-positives' {u₀} {s} I r (s-sync S t₀ p₀ a₀ en ◅ rest) =
+  true-positives' {u₀} {doSync S s} (inv-sync {u₀} {s} I S t₀ p₀ a₀ en)
+    (r ◅◅u (down₁ (s-sync {s} S t₀ p₀ a₀ en) ◅u εu)) rest
 
 inv₀ : ∀ T m → Inv (ustate T m) (state T m ctx₀)
 inv₀ T m a nothing t tin =
