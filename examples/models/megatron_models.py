@@ -42,20 +42,20 @@ def tp_linears(rank: int, world: int, d: int = 4, f: int = 8):
     return Block()
 
 
-def gpt(rank: int, world: int):
+def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS):
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     tp_setup(world)
-    cfg = TransformerConfig(num_layers=1, hidden_size=HIDDEN, num_attention_heads=HEADS,
+    cfg = TransformerConfig(num_layers=1, hidden_size=hidden, num_attention_heads=heads,
                             use_cpu_initialization=True, tensor_model_parallel_size=world,
                             hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
                             bias_activation_fusion=False, masked_softmax_fusion=False,
                             gradient_accumulation_fusion=False, apply_rope_fusion=False,
                             persist_layer_norm=False)
-    model = GPTModel(config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=VOCAB,
-                     max_sequence_length=SEQ, position_embedding_type="learned_absolute")
+    model = GPTModel(config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=vocab,
+                     max_sequence_length=seq, position_embedding_type="learned_absolute")
 
     def call(m, input_ids, position_ids, attention_mask):
         return m(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask)

@@ -159,3 +159,16 @@ def test_placements_relation_2d_and_partial():
     assert shard("x", dim=1).exprs(2) == ["concat(x@r0, x@r1, dim=1)"]
     assert replicate("x").exprs(3) == ["x@r0", "x@r1", "x@r2"]
     assert partial("g").exprs([1, 3]) == ["sum(g@r1, g@r3)"]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_pvcert_verify_megatron_gpt(world, tmp_path, capsys):
+    """megatron-core GPTModel (1 layer) at TP=world against TP=1, forward and backward."""
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+    cli = pytest.importorskip("verifier.cli")
+    p = tmp_path / "mg.py"
+    p.write_text("import dataclasses\nfrom examples.cases.megatron_gpt import CASE as C\n"
+                 f"CASE = dataclasses.replace(C, world_size={world})\n")
+    assert cli.main(["verify", str(p)]) == 0, capsys.readouterr().out[-2000:]
+    out = capsys.readouterr().out
+    assert "VERIFIED megatron_gpt" in out and f"({world} ranks" in out

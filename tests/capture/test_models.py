@@ -172,3 +172,16 @@ def test_loss_backward_cross_entropy():
     assert c["aten.nll_loss_forward.default"] == 1 and c["aten.nll_loss_backward.default"] == 1
     assert "loss" in g.outputs and g.tensors["labels"].role == "label"
     assert "d_out" not in g.tensors
+
+
+def test_dtype_attributes_kept():
+    """Attributes named like GraphBuilder keywords (dtype) reach the node."""
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.float64).sum(dtype=torch.float64) + torch.zeros(3, dtype=torch.float64)
+
+    cap = capture_graph("dt", M(), {"x": (3,)})
+    roundtrip(cap.graph)
+    attrs = {n["target"]: n["attrs"] for n in cap.graph["nodes"]}
+    assert attrs["aten._to_copy.default"]["dtype"] == "float64"
+    assert attrs["aten.zeros.default"]["dtype"] == "float64"

@@ -61,6 +61,8 @@ class CaptureCase:
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     dtensor_relations: bool = True   # DTensor parameters (and their gradients): from placements
+    spec_distributed: bool = False   # build/capture the spec with torch.distributed (world 1)
+    context: Callable[[], Any] | None = None   # a context manager around both captures
 
 
 def _import(path: str):
@@ -120,12 +122,19 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
 
     where = where or c.name
     kw = dict(backward=c.backward, loss=c.loss, output_names=c.output_names, **c.options)
+    import contextlib
+
     try:
-        torch.manual_seed(c.seed)
-        spec = capture_graph(c.name + "_spec", c.spec(), c.inputs, loss_inputs=c.loss_inputs, **kw)
-        impl = capture_spmd(c.name + "_impl", c.impl, c.world_size,
-                            c.impl_inputs if c.impl_inputs is not None else c.inputs,
-                            loss_inputs=c.impl_loss_inputs or c.loss_inputs, **kw)
+        with (c.context() if c.context is not None else contextlib.nullcontext()):
+            torch.manual_seed(c.seed)
+            if c.spec_distributed:
+                spec = capture_spmd(c.name + "_spec", lambda r, w: c.spec(), 1, c.inputs, suffix=False,
+                                    loss_inputs=c.loss_inputs, **kw)
+            else:
+                spec = capture_graph(c.name + "_spec", c.spec(), c.inputs, loss_inputs=c.loss_inputs, **kw)
+            impl = capture_spmd(c.name + "_impl", c.impl, c.world_size,
+                                c.impl_inputs if c.impl_inputs is not None else c.inputs,
+                                loss_inputs=c.impl_loss_inputs or c.loss_inputs, **kw)
     except CaptureError as e:
         raise Malformed(where, f"capture failed: {e}") from None
     rels = {}
