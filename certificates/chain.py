@@ -26,15 +26,15 @@ from .refinement import Outcome, Relation, check
 
 def cone(impl: Graph, targets: Iterable[str], frontier: set[str]) -> list[Node]:
     """Impl nodes needed to compute ``targets`` from ``frontier``, in graph order."""
-    seen: set[str] = set()
+    seen: dict[str, Node] = {}
     stack = [t for t in targets if t not in frontier]
     while stack:
         node = impl.producer.get(stack.pop())
         if node is None or node.name in seen:
             continue
-        seen.add(node.name)
+        seen[node.name] = node
         stack.extend(t for t in node.inputs if t is not None and t not in frontier)
-    return [n for n in impl.nodes if n.name in seen]
+    return sorted(seen.values(), key=lambda n: impl.position[n.name])
 
 
 def subgraph(g: Graph, name: str, nodes: list[Node], outputs: list[str], extra: Iterable[str] = ()) -> Graph:
@@ -46,7 +46,7 @@ def subgraph(g: Graph, name: str, nodes: list[Node], outputs: list[str], extra: 
             used.append(t)
     inputs = [t for t in used if t not in produced]
     return Graph(name, g.world_size, {t: g.tensors[t] for t in used}, inputs, list(outputs), nodes,
-                 {t: n for n in nodes for t in n.outputs})
+                 {t: n for n in nodes for t in n.outputs}, {n.name: i for i, n in enumerate(nodes)})
 
 
 def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None,

@@ -66,6 +66,7 @@ class Graph:
     outputs: list[str]
     nodes: list[Node]                  # in a topological order
     producer: dict[str, Node] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)  # node name -> index in ``nodes``
 
 
 def _need(obj: dict, key: str, kind, where: str, what: str):
@@ -116,6 +117,7 @@ def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
         nodes.append(node)
     g = Graph(name, world, tensors, inputs, outputs, [])
     g.nodes, g.producer = _toposort(nodes, inputs, tensors, where)
+    g.position = {n.name: i for i, n in enumerate(g.nodes)}
     for t in tensors:
         if t not in g.producer and t not in inputs:
             raise Malformed(where, f"tensor '{t}' is neither a graph input nor produced by a node")

@@ -10,6 +10,7 @@ coincidence costs a failed proof, never a wrong verdict.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
 
@@ -30,7 +31,7 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     if a.dtype.kind in "biu" or b.dtype.kind in "biu":
         return bool(np.array_equal(a, b))
-    return bool(np.allclose(a, b, rtol=1e-7, atol=1e-10))
+    return bool((np.abs(a - b) <= 1e-10 + 1e-7 * np.abs(b)).all())
 
 
 class Index:
@@ -45,46 +46,51 @@ class Index:
             if rank is not None:
                 self.by_base[stem][rank] = t
 
-    def find(self, want: np.ndarray, region: set[str]) -> list[str]:
-        """Clean expressions (text) over ``region`` whose value equals ``want``; simplest first."""
-        out: list[str] = []
-        for text, v in self._bases(region, want.size):
+    def find(self, want: np.ndarray, region: set[str]) -> list[terms.Term]:
+        """Clean expressions over ``region`` whose value equals ``want``; simplest first."""
+        out: list[terms.Term] = []
+        for t, v in self._bases(region, want.size):
             if v.shape == want.shape:
                 if same(v, want):
-                    out.append(text)
-            elif sorted(v.shape) == sorted(want.shape) and v.ndim <= 4:
+                    out.append(t)
+                continue
+            if sorted(v.shape) == sorted(want.shape) and v.ndim <= 4:
                 for p in itertools.permutations(range(v.ndim)):
                     if tuple(v.shape[i] for i in p) == want.shape and same(np.transpose(v, p), want):
-                        out.append(f"permute({text}, dims={list(p)})".replace(" ", "").replace(",", ", "))
+                        out.append(_call("permute", [t], dims=tuple(p)))
                         break
-            if v.shape != want.shape and same(v.reshape(want.shape), want):
-                out.append(f"reshape({text}, shape={list(want.shape)})".replace(" ", "").replace(",", ", "))
+            if same(v.reshape(want.shape), want):
+                out.append(_call("reshape", [t], shape=tuple(want.shape)))
         if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
             out = self._slices(want, region)
         return self._simplest(out)
 
-    def _simplest(self, exprs: list[str]) -> list[str]:
+    def _simplest(self, exprs: list[terms.Term]) -> list[terms.Term]:
         """One expression per placement (which impl element lands where), the shortest first."""
-        by_placement: dict[tuple, str] = {}
-        for text in sorted(dict.fromkeys(exprs), key=lambda e: (len(e), e)):
-            by_placement.setdefault(self._placement(text), text)
+        by_placement: dict[tuple, terms.Term] = {}
+        for t in sorted(set(exprs), key=lambda e: (len(str(e)), str(e))):
+            by_placement.setdefault(self._placement(t), t)
         return list(by_placement.values())
 
-    def _placement(self, text: str) -> tuple:
-        def leaf(n: str) -> np.ndarray:
-            out = np.empty(self.impl.tensors[n].shape, dtype=object)
-            for ix in np.ndindex(*out.shape):
-                out[ix] = ((n, ix),)
-            return out
-        v = np.asarray(terms.evaluate(terms.parse(text), leaf), dtype=object)
+    def _placement(self, t: terms.Term) -> tuple:
+        if isinstance(t, terms.Ref):
+            return (t.name,)
+        v = np.asarray(terms.evaluate(t, self._labels), dtype=object)
         return v.shape, tuple(frozenset(x) if isinstance(x, tuple) else frozenset() for x in v.ravel())
+
+    @functools.lru_cache(maxsize=None)
+    def _labels(self, n: str) -> np.ndarray:
+        out = np.empty(self.impl.tensors[n].shape, dtype=object)
+        for ix in np.ndindex(*out.shape):
+            out[ix] = ((n, ix),)
+        return out
 
     def _bases(self, region: set[str], numel: int):
         """(expression, value) pairs with ``numel`` elements: tensors, and copies concatenated or summed."""
         for t in sorted(region):
             v = self.values.get(t)
             if v is not None and v.size == numel:
-                yield t, v
+                yield terms.Ref(t), v
         for stem in sorted({base(t)[0] for t in region}):
             copies = self.by_base.get(stem, {})
             for g in self.groups:
@@ -94,16 +100,17 @@ class Index:
                 vals = [self.values[n] for n in names]
                 if any(v.ndim != vals[0].ndim for v in vals) or sum(v.size for v in vals) < numel:
                     continue
+                refs = [terms.Ref(n) for n in names]
                 if all(v.shape == vals[0].shape for v in vals) and vals[0].size == numel and \
                         vals[0].dtype.kind == "f":
-                    yield f"sum({', '.join(names)})", sum(vals[1:], vals[0])
+                    yield _call("sum", refs), sum(vals[1:], vals[0])
                 if sum(v.size for v in vals) == numel:  # shards may be uneven along the concat dim
                     for d in range(vals[0].ndim):
                         if all(v.shape[:d] + v.shape[d + 1:] == vals[0].shape[:d] + vals[0].shape[d + 1:]
                                for v in vals):
-                            yield f"concat({', '.join(names)}, dim={d})", np.concatenate(vals, axis=d)
+                            yield _call("concat", refs, dim=d), np.concatenate(vals, axis=d)
 
-    def _slices(self, want: np.ndarray, region: set[str]) -> list[str]:
+    def _slices(self, want: np.ndarray, region: set[str]) -> list[terms.Term]:
         """A slice of a larger tensor along one dim (e.g. a padded vocabulary)."""
         out, shape = [], want.shape
         for t in sorted(region):
@@ -115,6 +122,11 @@ class Index:
                 d = diff[0]
                 for lo in range(v.shape[d] - shape[d] + 1):
                     if same(np.take(v, range(lo, lo + shape[d]), axis=d), want):
-                        out.append(f"slice({t}, dim={d}, start={lo}, end={lo + shape[d]})")
+                        out.append(_call("slice", [terms.Ref(t)], dim=d, start=lo, end=lo + shape[d]))
                         break
         return out
+
+
+def _call(fn: str, args: list, **kw) -> terms.Call:
+    """A clean-expression node with its keys in the printer's order."""
+    return terms.Call(fn, tuple(args), tuple(kw.items()))

@@ -108,7 +108,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
         reach, explored = region.grow(frontier)
-        found = {o: [terms.parse(c) for c in index.find(s_vals[o], reach)] for o in v.outputs}
+        found = {o: index.find(s_vals[o], reach) for o in v.outputs}
         tried = {o: [str(c) for c in cs] for o, cs in found.items()}
         if all(found.values()):
             for out in prover.prove(rel, v, found):

@@ -1,0 +1,75 @@
+"""Refinement benchmark: ``python bench/refine.py [--quick]``.
+
+Per workload (a fresh process each): capture the PyTorch case (forward and backward),
+infer the clean relations operator by operator, write the per-operator certificate and
+replay it with the checker. The time column is inference alone (what ENTANGLE's figures
+measure); capture and replay times are in the note. Writes bench/results/refine.json.
+
+Peer figures (ENTANGLE on this kind of machine, 2 cores): GPT 1 layer TP2 11 s, TP8 65 s,
+8 layers TP2 50 s; Llama-3 1 layer TP2 8 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from verifier.bench import Harness  # noqa: E402
+
+
+def workload(make, *args):
+    def run() -> dict:
+        from certificates.replay import replay
+        from verifier import certificate
+        from verifier.capture.case import capture_case
+        from verifier.refine import infer
+
+        t0 = time.perf_counter()
+        case = capture_case(make(*args))
+        t1 = time.perf_counter()
+        inf = infer(case)
+        t2 = time.perf_counter()
+        note = f"capture {t1 - t0:.1f} s"
+        if inf.verified:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "c.json")
+                certificate.write(certificate.per_operator_certificate(inf), path)
+                t3 = time.perf_counter()
+                ok = all(r.ok for r in replay(path))
+                note += f", replay {time.perf_counter() - t3:.2f} s ({'ACCEPT' if ok else 'REJECT'})"
+        note += f", {inf.obligations} obligations + {inf.reused} reused"
+        ops = len(inf.prepared.spec.nodes) + len(inf.prepared.impl.nodes)
+        return {"ops": ops, "verdict": "VERIFIED" if inf.verified else "REJECT", "seconds": t2 - t1,
+                "note": note}
+    return run
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="the smallest workloads only")
+    p.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "refine.json"))
+    args = p.parse_args()
+    from examples.cases.gpt_tp_sp import make_case as gpt
+    from examples.cases.llama_tp import make_case as llama
+
+    runs = [("GPT block TP2+SP, fwd+bwd", gpt, 1, 2), ("Llama block TP2, fwd+bwd", llama, 2)]
+    if not args.quick:
+        runs += [("GPT block TP4+SP, fwd+bwd", gpt, 1, 4), ("GPT block TP8+SP, fwd+bwd", gpt, 1, 8),
+                 ("GPT 8 blocks TP2+SP, fwd+bwd", gpt, 8, 2), ("Llama block TP4, fwd+bwd", llama, 4),
+                 ("Llama block TP8, fwd+bwd", llama, 8)]
+    h = Harness("pvcert refinement: per-operator inference (time), capture and replay (note)")
+    h.header()
+    for name, make, *a in runs:
+        h.run(name, workload(make, *a))
+    h.write(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
