@@ -14,10 +14,10 @@
 ------------------------------------------------------------------------
 open import Data.Nat using (ℕ)
 
-module Confluence.Corollaries (Val : Set) (_⊕_ : Val → Val → Val) (N M R : ℕ) where
+module Confluence.Corollaries (Val : Set) (Op : Set) (⟦_⟧ₒ : Op → Val → Val → Val) (N M R : ℕ) where
 
-open import Confluence.Lang Val _⊕_ N M R
-open import Confluence.Diamond Val _⊕_ N M R
+open import Confluence.Lang Val Op ⟦_⟧ₒ N M R
+open import Confluence.Diamond Val Op ⟦_⟧ₒ N M R
 import Confluence.Abstract as Abs
 module U = Abs _⟶u_
 open U using () renaming (_⟶*_ to _⟶u*_; Terminal to UTerminal)
@@ -63,7 +63,7 @@ next-shorter : ∀ th {k} → act th ≡ k → Live k → ∀ m →
                length (prog (nextT k m th)) < length (prog th)
 next-shorter (thread rs [])                 refl ()
 next-shorter (thread rs (const r v ∷ is))   refl l m = ≤-refl
-next-shorter (thread rs (binop r a b ∷ is)) refl l m = ≤-refl
+next-shorter (thread rs (binop o r a b ∷ is)) refl l m = ≤-refl
 next-shorter (thread rs (load r a ∷ is))    refl l m = ≤-refl
 next-shorter (thread rs (store a r ∷ is))   refl l m = ≤-refl
 next-shorter (thread rs (sync S ∷ is))      refl ()

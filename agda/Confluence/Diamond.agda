@@ -7,9 +7,9 @@
 ------------------------------------------------------------------------
 open import Data.Nat using (ℕ)
 
-module Confluence.Diamond (Val : Set) (_⊕_ : Val → Val → Val) (N M R : ℕ) where
+module Confluence.Diamond (Val : Set) (Op : Set) (⟦_⟧ₒ : Op → Val → Val → Val) (N M R : ℕ) where
 
-open import Confluence.Lang Val _⊕_ N M R
+open import Confluence.Lang Val Op ⟦_⟧ₒ N M R
 open import Confluence.Abstract _⟶_ public
 
 open import Data.Bool using (Bool; true; false; _∨_; _∧_; if_then_else_)

@@ -17,18 +17,18 @@ open import Data.Nat using (ℕ)
 open import Relation.Binary.PropositionalEquality using (_≡_)
 
 module Confluence.Homomorphism
-  {V₁ V₂ : Set} (_⊕₁_ : V₁ → V₁ → V₁) (_⊕₂_ : V₂ → V₂ → V₂)
-  (φ : V₁ → V₂) (hom : ∀ a b → φ (a ⊕₁ b) ≡ φ a ⊕₂ φ b)
+  {V₁ V₂ Op : Set} (⟦_⟧₁ : Op → V₁ → V₁ → V₁) (⟦_⟧₂ : Op → V₂ → V₂ → V₂)
+  (φ : V₁ → V₂) (hom : ∀ o a b → φ (⟦ o ⟧₁ a b) ≡ ⟦ o ⟧₂ (φ a) (φ b))
   (N M R : ℕ) where
 
 import Confluence.Lang
 import Confluence.Diamond
 import Confluence.Corollaries
-module L₁ = Confluence.Lang V₁ _⊕₁_ N M R
-module L₂ = Confluence.Lang V₂ _⊕₂_ N M R
-module D₁ = Confluence.Diamond V₁ _⊕₁_ N M R
-module D₂ = Confluence.Diamond V₂ _⊕₂_ N M R
-module C₂ = Confluence.Corollaries V₂ _⊕₂_ N M R
+module L₁ = Confluence.Lang V₁ Op ⟦_⟧₁ N M R
+module L₂ = Confluence.Lang V₂ Op ⟦_⟧₂ N M R
+module D₁ = Confluence.Diamond V₁ Op ⟦_⟧₁ N M R
+module D₂ = Confluence.Diamond V₂ Op ⟦_⟧₂ N M R
+module C₂ = Confluence.Corollaries V₂ Op ⟦_⟧₂ N M R
 open import Confluence.Context N M
 
 open import Data.Bool using (Bool; true; false; _∧_; if_then_else_)
@@ -47,7 +47,7 @@ open import Relation.Binary.PropositionalEquality
 
 mapI : L₁.Instr → L₂.Instr
 mapI (L₁.const r v)   = L₂.const r (φ v)
-mapI (L₁.binop r a b) = L₂.binop r a b
+mapI (L₁.binop o r a b) = L₂.binop o r a b
 mapI (L₁.load r a)    = L₂.load r a
 mapI (L₁.store a r)   = L₂.store a r
 mapI (L₁.sync S)      = L₂.sync S
@@ -78,13 +78,13 @@ go-map s t (L₁.thread rs (L₁.const r v ∷ is))  refl l =
   D₂.st≡ (trans (map-[]≔ mapT (L₁.thr s) t)
                 (cong (λ z → map mapT (L₁.thr s) [ t ]≔ L₂.thread z (List.map mapI is)) (map-[]≔ φ rs r)))
          refl refl
-go-map s t (L₁.thread rs (L₁.binop r a b ∷ is)) refl l =
+go-map s t (L₁.thread rs (L₁.binop o r a b ∷ is)) refl l =
   _ , refl , L₂.loc _ , refl ,
   D₂.st≡ (trans (map-[]≔ mapT (L₁.thr s) t)
                 (cong (λ z → map mapT (L₁.thr s) [ t ]≔ L₂.thread z (List.map mapI is))
                       (trans (map-[]≔ φ rs r)
                              (cong (map φ rs [ r ]≔_)
-                                   (trans (hom _ _) (cong₂ _⊕₂_ (sym (lookup-map a φ rs)) (sym (lookup-map b φ rs))))))))
+                                   (trans (hom o _ _) (cong₂ ⟦ o ⟧₂ (sym (lookup-map a φ rs)) (sym (lookup-map b φ rs))))))))
          refl refl
 go-map s t (L₁.thread rs (L₁.load r a ∷ is))   refl l =
   _ , refl , L₂.rd a _ , refl ,
@@ -150,7 +150,7 @@ map-run (st D₁.◅ r) = map-step st D₂.◅ map-run r
 live-unmap : ∀ th → L₂.Live (L₂.act (mapT th)) → L₁.Live (L₁.act th)
 live-unmap (L₁.thread rs [])                   ()
 live-unmap (L₁.thread rs (L₁.const r v ∷ is))  l = L₁.loc _
-live-unmap (L₁.thread rs (L₁.binop r a b ∷ is)) l = L₁.loc _
+live-unmap (L₁.thread rs (L₁.binop o r a b ∷ is)) l = L₁.loc _
 live-unmap (L₁.thread rs (L₁.load r a ∷ is))   l = L₁.rd a _
 live-unmap (L₁.thread rs (L₁.store a r ∷ is))  l = L₁.wr a _ _
 live-unmap (L₁.thread rs (L₁.sync S ∷ is))     ()
@@ -158,7 +158,7 @@ live-unmap (L₁.thread rs (L₁.sync S ∷ is))     ()
 atSync-unmap : ∀ S th → L₂.AtSync S (mapT th) → L₁.AtSync S th
 atSync-unmap S (L₁.thread rs [])                   (is , ())
 atSync-unmap S (L₁.thread rs (L₁.const r v ∷ is))  (is' , ())
-atSync-unmap S (L₁.thread rs (L₁.binop r a b ∷ is)) (is' , ())
+atSync-unmap S (L₁.thread rs (L₁.binop o r a b ∷ is)) (is' , ())
 atSync-unmap S (L₁.thread rs (L₁.load r a ∷ is))   (is' , ())
 atSync-unmap S (L₁.thread rs (L₁.store a r ∷ is))  (is' , ())
 atSync-unmap S (L₁.thread rs (L₁.sync .S ∷ is))    (is' , refl) = is , refl

@@ -2,15 +2,16 @@
 ------------------------------------------------------------------------
 -- Structured CTAs: syntax, unchecked semantics, checked semantics.
 --
--- Parameters: an abstract type of values with one abstract binary
--- operation (standing for every arithmetic instruction), N threads,
+-- Parameters: an abstract type of values, an abstract set of operation
+-- codes with their interpretation as binary operations on values (every
+-- arithmetic instruction; a unary one ignores its second operand), N threads,
 -- M shared-memory addresses, R registers per thread.  Programs are
 -- straight-line; addresses are static (as in Volta's structured CTAs);
 -- `sync S` is a barrier over the explicit set S of thread ids.
 ------------------------------------------------------------------------
 open import Data.Nat using (ℕ)
 
-module Confluence.Lang (Val : Set) (_⊕_ : Val → Val → Val) (N M R : ℕ) where
+module Confluence.Lang (Val : Set) (Op : Set) (⟦_⟧ₒ : Op → Val → Val → Val) (N M R : ℕ) where
 
 open import Data.Bool using (Bool; true; false; _∨_; _∧_; if_then_else_)
 open import Data.Fin using (Fin; zero; suc)
@@ -27,7 +28,7 @@ Reg  = Fin R
 
 data Instr : Set where
   const : Reg → Val → Instr          -- r := v
-  binop : Reg → Reg → Reg → Instr    -- r := r₁ ⊕ r₂
+  binop : Op → Reg → Reg → Reg → Instr  -- r := op(r₁, r₂)
   load  : Reg → Addr → Instr         -- r := mem[a]
   store : Addr → Reg → Instr         -- mem[a] := r
   sync  : Mask N → Instr             -- barrier over the threads in the mask
@@ -49,7 +50,7 @@ data Act : Set where
 act : Thread → Act
 act (thread rs [])                 = blk
 act (thread rs (const r v ∷ is))   = loc (thread (rs [ r ]≔ v) is)
-act (thread rs (binop r a b ∷ is)) = loc (thread (rs [ r ]≔ (lookup rs a ⊕ lookup rs b)) is)
+act (thread rs (binop o r a b ∷ is)) = loc (thread (rs [ r ]≔ ⟦ o ⟧ₒ (lookup rs a) (lookup rs b)) is)
 act (thread rs (load r a ∷ is))    = rd a (λ v → thread (rs [ r ]≔ v) is)
 act (thread rs (store a r ∷ is))   = wr a (lookup rs r) (thread rs is)
 act (thread rs (sync S ∷ is))      = blk

@@ -20,11 +20,11 @@
 ------------------------------------------------------------------------
 open import Data.Nat using (ℕ)
 
-module Confluence.TruePositives (Val : Set) (_⊕_ : Val → Val → Val) (N M R : ℕ) where
+module Confluence.TruePositives (Val : Set) (Op : Set) (⟦_⟧ₒ : Op → Val → Val → Val) (N M R : ℕ) where
 
-open import Confluence.Lang Val _⊕_ N M R
-open import Confluence.Diamond Val _⊕_ N M R
-open import Confluence.Corollaries Val _⊕_ N M R
+open import Confluence.Lang Val Op ⟦_⟧ₒ N M R
+open import Confluence.Diamond Val Op ⟦_⟧ₒ N M R
+open import Confluence.Corollaries Val Op ⟦_⟧ₒ N M R
 open U using () renaming (_⟶*_ to _⟶u*_; ε to εu; _◅_ to _◅u_; _◅◅_ to _◅◅u_)
 
 open import Data.Bool using (Bool; true; false; _∧_; _∨_; not; if_then_else_)
@@ -84,7 +84,7 @@ acc-prog wrK a e (r , is , p) = r , is , trans e p
 act-rd : ∀ th {a g} → act th ≡ rd a g → AccessAt rdK a th
 act-rd (thread rs [])                 ()
 act-rd (thread rs (const r v ∷ is))   ()
-act-rd (thread rs (binop r b c ∷ is)) ()
+act-rd (thread rs (binop o r b c ∷ is)) ()
 act-rd (thread rs (load r a ∷ is))    refl = r , is , refl
 act-rd (thread rs (store a r ∷ is))   ()
 act-rd (thread rs (sync S ∷ is))      ()
@@ -92,7 +92,7 @@ act-rd (thread rs (sync S ∷ is))      ()
 act-wr : ∀ th {a w x} → act th ≡ wr a w x → AccessAt wrK a th
 act-wr (thread rs [])                 ()
 act-wr (thread rs (const r v ∷ is))   ()
-act-wr (thread rs (binop r b c ∷ is)) ()
+act-wr (thread rs (binop o r b c ∷ is)) ()
 act-wr (thread rs (load r a ∷ is))    ()
 act-wr (thread rs (store a r ∷ is))   refl = r , is , refl
 act-wr (thread rs (sync S ∷ is))      ()
@@ -104,7 +104,7 @@ acc-live wrK a (thread rs ._) (r , is , refl) = wr a _ _
 live-prog : ∀ rs rs' p → Live (act (thread rs' p)) → Live (act (thread rs p))
 live-prog rs rs' []                 ()
 live-prog rs rs' (const r v ∷ is)   l = loc _
-live-prog rs rs' (binop r a b ∷ is) l = loc _
+live-prog rs rs' (binop o r a b ∷ is) l = loc _
 live-prog rs rs' (load r a ∷ is)    l = rd a _
 live-prog rs rs' (store a r ∷ is)   l = wr a _ _
 live-prog rs rs' (sync S ∷ is)      ()
@@ -115,7 +115,7 @@ live-same (thread rs p) (thread rs' .p) refl l = live-prog rs rs' p l
 next-tail : ∀ th {k} → act th ≡ k → Live k → ∀ m → prog (nextT k m th) ≡ tl (prog th)
 next-tail (thread rs [])                 refl ()
 next-tail (thread rs (const r v ∷ is))   refl l m = refl
-next-tail (thread rs (binop r a b ∷ is)) refl l m = refl
+next-tail (thread rs (binop o r a b ∷ is)) refl l m = refl
 next-tail (thread rs (load r a ∷ is))    refl l m = refl
 next-tail (thread rs (store a r ∷ is))   refl l m = refl
 next-tail (thread rs (sync S ∷ is))      refl ()
