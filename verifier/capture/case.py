@@ -156,4 +156,9 @@ def load_case(path: str) -> Case:
     """Import a case module and capture it (see the module docstring)."""
     if not os.path.isfile(path):
         raise Malformed(path, "no such case file")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise Malformed(path, "a Python case is captured from PyTorch: install torch==2.13.0 "
+                              "(docs/capture.md)") from None
     return capture_case(declared(path), where=path)
