@@ -172,3 +172,17 @@ def test_pvcert_verify_megatron_gpt(world, tmp_path, capsys):
     assert cli.main(["verify", str(p)]) == 0, capsys.readouterr().out[-2000:]
     out = capsys.readouterr().out
     assert "VERIFIED megatron_gpt" in out and f"({world} ranks" in out
+
+
+def test_model_build_failure_is_one_line(tmp_path):
+    p = _write(tmp_path, """
+        from verifier.capture.case import CaptureCase
+
+        def boom(*a):
+            import no_such_package_xyz  # noqa: F401
+
+        CASE = CaptureCase(name="b", spec=boom, impl=boom, world_size=2, inputs={"x": (2,)},
+                           input_relation={}, expect={})
+        """)
+    with pytest.raises(Malformed, match="building or capturing the models failed: ModuleNotFoundError"):
+        load_case(p)

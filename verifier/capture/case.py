@@ -137,6 +137,9 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
                                 loss_inputs=c.impl_loss_inputs or c.loss_inputs, **kw)
     except CaptureError as e:
         raise Malformed(where, f"capture failed: {e}") from None
+    except Exception as e:  # building the model (a missing package, a bad config, ...)
+        raise Malformed(where, f"building or capturing the models failed: {type(e).__name__}: "
+                               f"{_first_line(e)}") from None
     rels = {}
     auto = impl.relations() if c.dtensor_relations else {}
     spec_inputs, spec_outputs = set(spec.graph["inputs"]), set(spec.graph["outputs"])
