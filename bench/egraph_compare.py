@@ -19,9 +19,6 @@ relations for a spec operator's outputs are found differs:
      push/pop per operator), which is what egglog's engine costs without Python-side
      term construction. B does not prove anything: in pvcert its relations would still
      go to the checker, so "B' + proofs" adds A's proof time for the same relations.
-  A* only where A fails: A with ``Index.find``'s candidate ``limit`` (6) raised to 64 by a
-     wrapper (pvcert's code unchanged); at W=8 the default limit cuts the relation of Y
-     (8 copies + 1 sum) and the expectation's obligation then fails.
 
 Every (workload, method) runs in a fresh interpreter (spawned; egglog's threads make
 fork unsafe) after an unmeasured warm-up on tp_mlp W=2 (imports, egglog declarations,
@@ -502,8 +499,7 @@ def run_egraph_text(case: Case) -> dict:
 # --------------------------------------------------------------------------------------
 
 
-def run_pvcert(case: Case, find_limit: int | None = None) -> dict:
-    """``find_limit``: call ``Index.find`` with this ``limit`` instead of its default (6)."""
+def run_pvcert(case: Case) -> dict:
     acc = defaultdict(float)
     marks: list[tuple[str, float]] = []
 
@@ -524,11 +520,7 @@ def run_pvcert(case: Case, find_limit: int | None = None) -> dict:
         return grow(self, frontier)
 
     direct.numeric_values = timed("numeric", direct.numeric_values)
-    find = candidates.Index.find
-    if find_limit is not None:
-        def find(self, want, region, limit=6, _f=find):
-            return _f(self, want, region, find_limit)
-    candidates.Index.find = timed("find", find)
+    candidates.Index.find = timed("find", candidates.Index.find)
     Chain.prove = timed("prove", Chain.prove)
     Region.grow = marked
     try:
@@ -558,12 +550,11 @@ def _status_mb(key: str) -> float:
 
 
 METHODS = {"pvcert": run_pvcert, "egraph": run_egraph, "egraph_text": run_egraph_text}
-FALLBACK = {"pvcert_find64": lambda case: run_pvcert(case, find_limit=64)}  # run only where A fails
 REPS = 3  # each measurement is the fastest of REPS runs in the same process
 
 
 def _child(method: str, workload: str, conn) -> None:
-    fn = {**METHODS, **FALLBACK}[method]
+    fn = METHODS[method]
     fn(tp_mlp(2))  # warm-up: imports, egglog declarations, numpy; not measured
     case = dict(WORKLOADS)[workload]()
     best = None
@@ -639,14 +630,10 @@ def main() -> int:
         a, b, bt = res["pvcert"], res["egraph"], res["egraph_text"]
         line(name, "A pvcert infer (total)", a["seconds"], a, n_relations(a["relation"]),
              f"{a['verdict']}; {a.get('obligations')} obligations, {a.get('reused')} reused")
-        if not a["verdict"].startswith("VERIFIED"):  # measure pvcert with Index.find's limit raised
-            a = res["pvcert_find64"] = isolated("pvcert_find64", name)
-            line(name, "A* infer, Index.find limit=64", a["seconds"], a, n_relations(a["relation"]),
-                 f"{a['verdict']}; {a.get('obligations')} obligations, {a.get('reused')} reused")
         nops = len(a.get("per_op", []))
         sets = {m: {k: set(v) for k, v in r["relation"].items()} for m, r in res.items() if m != "pvcert" or a is r}
         same = all(v == sets["egraph_text"] for v in sets.values())
-        tag = "A " if a is res["pvcert"] else "A*"
+        tag = "A "
         line(name, f"{tag}  discovery (numeric + find)", a.get("discovery_s", float("nan")),
              note=f"numeric run {a.get('numeric_s', 0):.4f} s, Index.find {a.get('find_s', 0):.4f} s")
         line(name, f"{tag}  symbolic proofs", a.get("prove_s", float("nan")))
@@ -659,7 +646,7 @@ def main() -> int:
         line(name, "B'  run (saturation) only", sat)
         line(name, f"B' + {tag.strip()}'s proofs (est.)", bt["seconds"] + a.get("prove_s", float("nan")),
              note="what pvcert would pay: the checker re-proves every relation")
-        same_label = "same relations A = B = B'" if a is res["pvcert"] else "same relations A* = B = B'"
+        same_label = "same relations A = B = B'"
         print(f"{name:22s} {same_label:32s} {'':9s} {'':8s} {'':6s} {'':>5s}  "
               f"{'yes' if same else 'NO'}; {nops} spec operators; per operator: {tag.strip()} discovery "
               f"{1e3 * a.get('discovery_s', 0) / max(nops, 1):.2f} ms, {tag.strip()} total "
@@ -667,7 +654,7 @@ def main() -> int:
               f"B' {1e3 * bt['seconds'] / max(nops, 1):.2f} ms", flush=True)
         if args.show or not same or a is not res["pvcert"] or name == workloads[1]:
             for t in b["relation"]:
-                for m, tag in (("pvcert", "A "), ("pvcert_find64", "A*"), ("egraph", "B "), ("egraph_text", "B'")):
+                for m, tag in (("pvcert", "A "), ("egraph", "B "), ("egraph_text", "B'")):
                     if m in res:
                         print(f"    {t if m == 'pvcert' else '':>4s} {tag} {res[m]['relation'].get(t)}")
         rows.append({"workload": name, "spec_ops": nops, "same_relations": same, **res})
