@@ -36,7 +36,7 @@ def test_tp_mlp_forward_proved():
     assert outcomes and all(o.holds for o in outcomes), [o.failure for o in outcomes]
 
 
-ALL = ["tp_mlp", "sp_mlp", "vocab_embedding", "ep_moe", "tp_attention", "dtensor_mlp"]
+ALL = ["tp_mlp", "sp_mlp", "vocab_embedding", "ep_moe", "tp_attention", "dtensor_mlp", "pp_mlp"]
 
 
 def forward_only(c):
