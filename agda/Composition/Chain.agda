@@ -4,12 +4,13 @@
 -- give the end-to-end relation between the outputs of the
 -- specification graph and of the implementation graph.
 --
--- A plan is a list of stages in topological order.  Stage i pairs one
--- operator of the specification graph with the list of implementation
--- operators that realise it, the input relations its obligation
--- assumes, and the clean expression relating its output.  A graph is
--- the list of its operators in topological order; running it writes
--- each operator's output into the environment.
+-- A plan is a list of stages in topological order.  A stage pairs a
+-- sub-graph of the specification (one operator, or a TrainVerify stage
+-- of several) with the implementation operators that realise it, the
+-- input relations its obligation assumes, and the clean-expression
+-- relations of its outputs.  A graph is the list of its operators in
+-- topological order; running it writes each operator's output into the
+-- environment.
 ------------------------------------------------------------------------
 open import Data.Nat using (ℕ)
 
@@ -28,6 +29,7 @@ open import Data.List using (List; []; _∷_; _++_; map; concatMap)
 open import Data.List.Membership.Propositional using (_∈_; _∉_)
 open import Data.List.Membership.Propositional.Properties using (∈-map⁺)
 open import Data.List.Relation.Unary.All as All using (All; []; _∷_)
+open import Data.List.Relation.Unary.All.Properties using (++⁺)
 open import Data.List.Relation.Unary.Any using (here; there)
 open import Data.Product using (_×_; _,_; proj₁; proj₂)
 open import Data.Unit using (⊤; tt)
@@ -90,17 +92,16 @@ run-frame (o ∷ os) ρ n nin =
 record Stage : Set where
   constructor stage
   field
-    sop    : Op        -- the specification operator
-    impl   : List Op   -- the implementation operators of the stage
-    inrels : Rel       -- the input relations the obligation assumes
-    outrel : Expr      -- out sop  =  outrel, over implementation tensors
+    spec    : List Op   -- the specification operators of the stage
+    impl    : List Op   -- the implementation operators of the stage
+    inrels  : Rel       -- the input relations the obligation assumes
+    outrels : Rel       -- the relations of the stage's outputs
 open Stage public
 
 -- "for all values of the inputs, if the input relations hold then the
--- output relation holds" (checked at reduced shapes by the checker)
+-- output relations hold" (checked at reduced shapes by the checker)
 Obligation : Stage → Set
-Obligation s = ∀ ρs ρd → Holds (inrels s) ρs ρd →
-               fn (sop s) (map ρs (ins (sop s))) ≡ ⟦ outrel s ⟧ (run (impl s) ρd)
+Obligation s = ∀ ρs ρd → Holds (inrels s) ρs ρd → Holds (outrels s) (run (spec s) ρs) (run (impl s) ρd)
 
 dom : Rel → List Name
 dom = map proj₁
@@ -113,7 +114,8 @@ R ⊆R L = ∀ {p} → p ∈ R → p ∈ L
 record StageOK (L : Rel) (s : Stage) : Set where
   field
     inputs : inrels s ⊆R L                  -- assumed input relations were established
-    fresh  : out (sop s) ∉ dom L            -- the spec graph defines each tensor once
+    fresh  : ∀ n → n ∈ writes (spec s) → n ∉ dom L
+                                            -- the spec graph defines each tensor once
     frame  : ∀ {p} → p ∈ L → ∀ n → n ∈ names (proj₂ p) → n ∉ writes (impl s)
                                             -- the stage does not overwrite implementation
                                             -- tensors that established relations mention
@@ -121,7 +123,7 @@ record StageOK (L : Rel) (s : Stage) : Set where
 open StageOK public
 
 extend : Rel → Stage → Rel
-extend L s = (out (sop s) , outrel s) ∷ L
+extend L s = outrels s ++ L
 
 Valid : Rel → List Stage → Set
 Valid L []       = ⊤
@@ -132,7 +134,7 @@ final L []       = L
 final L (s ∷ ss) = final (extend L s) ss
 
 specG : List Stage → List Op
-specG = map sop
+specG = concatMap spec
 
 implG : List Stage → List Op
 implG = concatMap impl
@@ -141,14 +143,13 @@ holds-sub : ∀ {R L ρs ρd} → R ⊆R L → Holds L ρs ρd → Holds R ρs �
 holds-sub sub h = All.tabulate (λ m → All.lookup h (sub m))
 
 -- established relations survive a stage that satisfies its side conditions
-preserve : ∀ L s ρs ρd v → StageOK L s → Holds L ρs ρd →
-           Holds L (upd ρs (out (sop s)) v) (run (impl s) ρd)
-preserve L s ρs ρd v ok h = All.tabulate keep
+preserve : ∀ L s ρs ρd → StageOK L s → Holds L ρs ρd →
+           Holds L (run (spec s) ρs) (run (impl s) ρd)
+preserve L s ρs ρd ok h = All.tabulate keep
   where
-    keep : ∀ {p} → p ∈ L → HoldsFor (upd ρs (out (sop s)) v) (run (impl s) ρd) p
+    keep : ∀ {p} → p ∈ L → HoldsFor (run (spec s) ρs) (run (impl s) ρd) p
     keep {p} m =
-      trans (upd-other ρs (out (sop s)) v (proj₁ p)
-               (λ e → fresh ok (subst (_∈ dom L) e (∈-map⁺ proj₁ m))))
+      trans (run-frame (spec s) ρs (proj₁ p) (λ w → fresh ok (proj₁ p) w (∈-map⁺ proj₁ m)))
       (trans (All.lookup h m)
              (eval-frame (proj₂ p) ρd (run (impl s) ρd)
                (λ n nm → sym (run-frame (impl s) ρd n (frame ok m n nm)))))
@@ -159,13 +160,11 @@ chain : ∀ L ss → Valid L ss → ∀ ρs ρd → Holds L ρs ρd →
         Holds (final L ss) (run (specG ss) ρs) (run (implG ss) ρd)
 chain L []       tt       ρs ρd h = h
 chain L (s ∷ ss) (ok , v) ρs ρd h =
-  subst (Holds (final (extend L s) ss) (run (specG ss) (exec (sop s) ρs)))
-        (sym (run-++ (impl s) (implG ss) ρd))
-        (chain (extend L s) ss v (exec (sop s) ρs) (run (impl s) ρd)
-               (hd ∷ preserve L s ρs ρd _ ok h))
-  where
-    hd : HoldsFor (exec (sop s) ρs) (run (impl s) ρd) (out (sop s) , outrel s)
-    hd = trans (upd-same ρs (out (sop s)) _) (oblig ok ρs ρd (holds-sub (inputs ok) h))
+  subst₂ (Holds (final (extend L s) ss))
+         (sym (run-++ (spec s) (specG ss) ρs))
+         (sym (run-++ (impl s) (implG ss) ρd))
+         (chain (extend L s) ss v (run (spec s) ρs) (run (impl s) ρd)
+                (++⁺ (oblig ok ρs ρd (holds-sub (inputs ok) h)) (preserve L s ρs ρd ok h)))
 
 -- End to end: every relation of the final lineage holds between the
 -- outputs of the two graphs.
@@ -181,3 +180,20 @@ refinement-compose : ∀ L ss → Valid L ss → ∀ ρs ρd → Holds L ρs ρd
                      Holds (compose (final L ss) σ) (run (specG ss) ρs) ρr
 refinement-compose L ss v ρs ρd h σ ρr hσ =
   compose-sound (final L ss) σ _ _ ρr (chain L ss v ρs ρd h) hσ
+
+------------------------------------------------------------------------
+-- The per-operator form (ENTANGLE): a stage of one specification
+-- operator whose obligation is stated for its single output.
+
+single : Op → List Op → Rel → Expr → Stage
+single o is inr e = stage (o ∷ []) is inr ((out o , e) ∷ [])
+
+single-obligation : ∀ o is inr e →
+  (∀ ρs ρd → Holds inr ρs ρd → fn o (map ρs (ins o)) ≡ ⟦ e ⟧ (run is ρd)) →
+  Obligation (single o is inr e)
+single-obligation o is inr e ob ρs ρd h =
+  trans (upd-same ρs (out o) _) (ob ρs ρd h) ∷ []
+
+single-fresh : ∀ o is inr e L → out o ∉ dom L →
+               ∀ n → n ∈ writes (spec (single o is inr e)) → n ∉ dom L
+single-fresh o is inr e L nin n (here refl) = nin
