@@ -50,7 +50,7 @@ def test_sequential_models(bwd):
                                        "grad.fc2.weight", "grad.fc2.bias"}
 
 
-@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("world", WORLDS + [8])
 @pytest.mark.parametrize("bwd", [False, True])
 def test_tp_mlp(world, bwd):
     cap = capture_spmd("tp_mlp", lambda r, w: TPMLP(4, 8, w), world, {"x": (3, 4)}, backward=bwd)
