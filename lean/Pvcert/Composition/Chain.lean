@@ -56,17 +56,18 @@ theorem run_frame {T : Type} : (os : List (Op T)) → (ρ : Env T) → (n : Name
           (fun e => nin (@Eq.subst Name (fun z => Mem z (writes (o :: os))) o.out n e.symm
                            (Mem.here (writes os)))))
 
-/-- Agda: `Stage` -/
+/-- Agda: `Stage` — a sub-graph of the specification (one operator, or a
+TrainVerify stage of several), the implementation operators realising it,
+the input relations its obligation assumes and the relations of its outputs -/
 structure Stage (T : Type) where
-  sop : Op T          -- the specification operator
-  impl : List (Op T)  -- the implementation operators of the stage
-  inrels : Rel        -- the input relations the obligation assumes
-  outrel : Expr       -- out sop = outrel, over implementation tensors
+  spec : List (Op T)   -- the specification operators of the stage
+  impl : List (Op T)   -- the implementation operators of the stage
+  inrels : Rel         -- the input relations the obligation assumes
+  outrels : Rel        -- the relations of the stage's outputs
 
 /-- Agda: `Obligation` -/
 def Obligation {T : Type} (O : TensorOps T) (s : Stage T) : Prop :=
-  ∀ ρs ρd : Env T, Holds O s.inrels ρs ρd →
-    s.sop.fn (s.sop.ins.map ρs) = eval O s.outrel (run s.impl ρd)
+  ∀ ρs ρd : Env T, Holds O s.inrels ρs ρd → Holds O s.outrels (run s.spec ρs) (run s.impl ρd)
 
 /-- Agda: `dom` -/
 def dom (R : Rel) : List Name := R.map Prod.fst
@@ -78,12 +79,12 @@ def SubRel (R L : Rel) : Prop := ∀ p, Mem p R → Mem p L
 established so far -/
 structure StageOK {T : Type} (O : TensorOps T) (L : Rel) (s : Stage T) : Prop where
   inputs : SubRel s.inrels L
-  fresh : ¬ Mem s.sop.out (dom L)
+  fresh : ∀ n, Mem n (writes s.spec) → ¬ Mem n (dom L)
   frame : ∀ p, Mem p L → ∀ n, Mem n (names p.2) → ¬ Mem n (writes s.impl)
   oblig : Obligation O s
 
 /-- Agda: `extend` -/
-def extend {T : Type} (L : Rel) (s : Stage T) : Rel := (s.sop.out, s.outrel) :: L
+def extend {T : Type} (L : Rel) (s : Stage T) : Rel := s.outrels ++ L
 
 /-- Agda: `Valid` -/
 def Valid {T : Type} (O : TensorOps T) : Rel → List (Stage T) → Prop
@@ -96,7 +97,9 @@ def final {T : Type} : Rel → List (Stage T) → Rel
   | L, s :: ss => final (extend L s) ss
 
 /-- Agda: `specG` -/
-def specG {T : Type} (ss : List (Stage T)) : List (Op T) := ss.map Stage.sop
+def specG {T : Type} : List (Stage T) → List (Op T)
+  | [] => []
+  | s :: ss => s.spec ++ specG ss
 
 /-- Agda: `implG` -/
 def implG {T : Type} : List (Stage T) → List (Op T)
@@ -108,16 +111,20 @@ theorem holds_sub {T : Type} (O : TensorOps T) {R L : Rel} {ρs ρd : Env T} (su
     (h : Holds O L ρs ρd) : Holds O R ρs ρd :=
   holds_of_forall O R (fun p m => holds_of_mem O h (sub p m))
 
+/-- Agda: `++⁺` of All -/
+theorem holds_append {T : Type} (O : TensorOps T) {ρs ρd : Env T} : (R L : Rel) →
+    Holds O R ρs ρd → Holds O L ρs ρd → Holds O (R ++ L) ρs ρd
+  | [], _, _, hL => hL
+  | _ :: R, L, hR, hL => And.intro (And.left hR) (holds_append O R L (And.right hR) hL)
+
 /-- Agda: `preserve` — established relations survive a stage that satisfies
 its side conditions -/
-theorem preserve {T : Type} (O : TensorOps T) (L : Rel) (s : Stage T) (ρs ρd : Env T) (v : T)
+theorem preserve {T : Type} (O : TensorOps T) (L : Rel) (s : Stage T) (ρs ρd : Env T)
     (ok : StageOK O L s) (h : Holds O L ρs ρd) :
-    Holds O L (upd ρs s.sop.out v) (run s.impl ρd) :=
+    Holds O L (run s.spec ρs) (run s.impl ρd) :=
   holds_of_forall O L (fun p m =>
     Eq.trans
-      (upd_other ρs s.sop.out v p.1
-        (fun e => ok.fresh (@Eq.subst Name (fun z => Mem z (dom L)) p.1 s.sop.out e
-                              (mem_map Prod.fst m))))
+      (run_frame s.spec ρs p.1 (fun w => ok.fresh p.1 w (mem_map Prod.fst m)))
       (Eq.trans (holds_of_mem O h m)
         (eval_frame O p.2 ρd (run s.impl ρd)
           (fun n nm => (run_frame s.impl ρd n (ok.frame p m n nm)).symm))))
@@ -131,17 +138,16 @@ theorem chain {T : Type} (O : TensorOps T) : (L : Rel) → (ss : List (Stage T))
   | L, s :: ss, hv, ρs, ρd, h => by
       have ok : StageOK O L s := And.left hv
       have v : Valid O (extend L s) ss := And.right hv
-      have hd : HoldsFor O (exec s.sop ρs) (run s.impl ρd) (s.sop.out, s.outrel) :=
-        Eq.trans (upd_same ρs s.sop.out (s.sop.fn (s.sop.ins.map ρs)))
-          (ok.oblig ρs ρd (holds_sub O ok.inputs h))
-      have ih : Holds O (final (extend L s) ss) (run (specG ss) (exec s.sop ρs))
+      have ih : Holds O (final (extend L s) ss) (run (specG ss) (run s.spec ρs))
           (run (implG ss) (run s.impl ρd)) :=
-        chain O (extend L s) ss v (exec s.sop ρs) (run s.impl ρd)
-          (And.intro hd (preserve O L s ρs ρd (s.sop.fn (s.sop.ins.map ρs)) ok h))
-      exact Eq.mpr
-        (congrArg (fun z => Holds O (final (extend L s) ss) (run (specG ss) (exec s.sop ρs)) z)
-          (run_append s.impl (implG ss) ρd))
-        ih
+        chain O (extend L s) ss v (run s.spec ρs) (run s.impl ρd)
+          (holds_append O s.outrels L (ok.oblig ρs ρd (holds_sub O ok.inputs h))
+            (preserve O L s ρs ρd ok h))
+      have e1 : run (specG (s :: ss)) ρs = run (specG ss) (run s.spec ρs) :=
+        run_append s.spec (specG ss) ρs
+      have e2 : run (implG (s :: ss)) ρd = run (implG ss) (run s.impl ρd) :=
+        run_append s.impl (implG ss) ρd
+      exact Eq.mpr (congr (congrArg (Holds O (final (extend L s) ss)) e1) e2) ih
 
 /-- Agda: `refinement` — every relation of the final lineage holds between the
 outputs of the two graphs. -/
@@ -158,5 +164,24 @@ theorem refinement_compose {T : Type} (O : TensorOps T) (L : Rel) (ss : List (St
     Holds O (compose (final L ss) σ) (run (specG ss) ρs) ρr :=
   compose_sound O σ (run (specG ss) ρs) (run (implG ss) ρd) ρr hσ (final L ss)
     (chain O L ss v ρs ρd h)
+
+/-! The per-operator form (ENTANGLE): a stage of one specification operator
+whose obligation is stated for its single output. -/
+
+/-- Agda: `single` -/
+def single {T : Type} (o : Op T) (is : List (Op T)) (inr : Rel) (e : Expr) : Stage T :=
+  { spec := [o], impl := is, inrels := inr, outrels := [(o.out, e)] }
+
+/-- Agda: `single-obligation` -/
+theorem single_obligation {T : Type} (O : TensorOps T) (o : Op T) (is : List (Op T)) (inr : Rel)
+    (e : Expr) (ob : ∀ ρs ρd : Env T, Holds O inr ρs ρd → o.fn (o.ins.map ρs) = eval O e (run is ρd)) :
+    Obligation O (single o is inr e) :=
+  fun ρs ρd h => And.intro (Eq.trans (upd_same ρs o.out (o.fn (o.ins.map ρs))) (ob ρs ρd h)) True.intro
+
+/-- Agda: `single-fresh` -/
+theorem single_fresh {T : Type} (o : Op T) (L : Rel) (nin : ¬ Mem o.out (dom L)) :
+    (n : Name) → Mem n [o.out] → ¬ Mem n (dom L)
+  | _, Mem.here _ => nin
+  | _, Mem.there _ h => nomatch h
 
 end Pvcert.Composition
