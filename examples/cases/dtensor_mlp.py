@@ -2,7 +2,6 @@
 RowwiseParallel) on 2 ranks, forward and backward. The relations of the parameters and
 of their gradients come from the DTensor placements; only the activations are given."""
 
-import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 

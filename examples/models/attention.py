@@ -7,7 +7,6 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from .mlp import ColumnParallelLinear, RowParallelLinear
 

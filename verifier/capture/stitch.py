@@ -65,7 +65,6 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
     for (s, d, tag, kind), items in p2p_seq.items():
         for k, it in enumerate(items):
             key_of[id(it)] = ("p2p", s, d, tag, k)
-    by_rank = {p.rank: p for p in progs}
     pos = {p.rank: 0 for p in progs}
     waiting: dict[tuple, dict[int, Item]] = defaultdict(dict)
     n_coll = 0

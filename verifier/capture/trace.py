@@ -103,7 +103,6 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     out_place: dict[int, tuple] = {}
     names_in = list(specs)
     names_l = list(lspecs)
-    out_names: list[str] = []
     diff_inputs = [k for k in names_in if specs[k].dtype.is_floating_point] if grad_inputs else []
 
     def fn(*flat):
