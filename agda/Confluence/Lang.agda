@@ -7,7 +7,8 @@
 -- arithmetic instruction; a unary one ignores its second operand), N threads,
 -- M shared-memory addresses, R registers per thread.  Programs are
 -- straight-line; addresses are static (as in Volta's structured CTAs);
--- `sync S` is a barrier over the explicit set S of thread ids.
+-- `sync S` is a barrier over the explicit set S of thread ids; it fires
+-- when every member waits at `sync S` or has exited, and one waits.
 ------------------------------------------------------------------------
 open import Data.Nat using (ℕ)
 
