@@ -41,3 +41,23 @@ def inputs(batch: int = 1, seq: int = SEQ, vocab: int = VOCAB):
     return {"input_ids": InputSpec((batch, seq), torch.int64, range=(0, vocab)),
             "position_ids": InputSpec((batch, seq), torch.int64, range=(0, seq)),
             "attention_mask": InputSpec((batch, 1, seq, seq), torch.float32, role="mask")}
+
+
+LLAMA_TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "self_attn.v_proj": "colwise",
+                 "self_attn.o_proj": "rowwise", "mlp.gate_proj": "colwise", "mlp.up_proj": "colwise",
+                 "mlp.down_proj": "rowwise"}
+
+
+def llama_tp(rank: int, world: int, seed: int = 0, **kw):
+    """The Llama with every decoder layer tensor-parallel through DTensor (torch's
+    ColwiseParallel / RowwiseParallel); embeddings, norms and the head stay replicated."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    torch.manual_seed(seed)
+    m = llama(**kw)
+    mesh = init_device_mesh("cpu", (world,))
+    style = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel}
+    for layer in m.model.layers:
+        parallelize_module(layer, mesh, {k: style[v]() for k, v in LLAMA_TP_PLAN.items()})
+    return m, call

@@ -117,3 +117,22 @@ def test_llama2_7b_layer_on_meta_captures_in_seconds():
     assert t["out"]["shape"] == [1, 2048, 32000]
     assert t["grad.model.embed_tokens.weight"]["shape"] == [32000, 4096]
     assert counts(cap.graph)["aten.mm.default"] == 24
+
+
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("bwd", [False, True])
+def test_llama_tensor_parallel_dtensor(world, bwd):
+    """transformers Llama, decoder layer parallelized with DTensor: 2 all_reduces forward
+    (o_proj, down_proj), 5 more backward (input gradients of q/k/v and gate/up)."""
+    hf = _transformers()
+    cap = capture_spmd("llama_tp", lambda r, w: hf.llama_tp(r, w, heads=4, kv_heads=4), world,
+                       hf.inputs(), backward=bwd)
+    g = cap.graph
+    roundtrip(g)
+    assert [n["target"] for n in collectives(g)] == ["_c10d_functional.all_reduce.default"] * (7 if bwd else 2)
+    assert g["tensors"]["model.layers.0.self_attn.q_proj.weight@r0"]["shape"] == [16 // world, 16]
+    rel = cap.relations()
+    w = "model.layers.0.mlp.down_proj.weight"
+    assert rel[w] == [f"concat({', '.join(f'{w}@r{r}' for r in range(world))}, dim=1)"]
+    if bwd:
+        assert f"grad.{w}" in rel

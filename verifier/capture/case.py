@@ -33,7 +33,7 @@ class Case:
 class CaptureCase:
     """What a case module declares.
 
-    ``spec()`` builds the sequential model; ``impl(rank, world)`` builds rank ``rank``'s
+    ``spec()`` builds the sequential model (or ``(module, call)``); ``impl(rank, world)`` builds rank ``rank``'s
     module (or ``(module, call)``) with ``torch.distributed`` initialized for that rank.
     ``inputs`` are the spec's example inputs (name -> shape / InputSpec); ``impl_inputs``
     those of the implementation (a dict, or a function of the rank; default: ``inputs``).
@@ -131,7 +131,10 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
                 spec = capture_spmd(c.name + "_spec", lambda r, w: c.spec(), 1, c.inputs, suffix=False,
                                     loss_inputs=c.loss_inputs, **kw)
             else:
-                spec = capture_graph(c.name + "_spec", c.spec(), c.inputs, loss_inputs=c.loss_inputs, **kw)
+                built = c.spec()
+                module, call = built if isinstance(built, tuple) else (built, None)
+                spec = capture_graph(c.name + "_spec", module, c.inputs, call=call, loss_inputs=c.loss_inputs,
+                                     **kw)
             impl = capture_spmd(c.name + "_impl", c.impl, c.world_size,
                                 c.impl_inputs if c.impl_inputs is not None else c.inputs,
                                 loss_inputs=c.impl_loss_inputs or c.loss_inputs, **kw)
