@@ -186,3 +186,22 @@ def test_model_build_failure_is_one_line(tmp_path):
         """)
     with pytest.raises(Malformed, match="building or capturing the models failed: ModuleNotFoundError"):
         load_case(p)
+
+
+def test_make_case_function(tmp_path):
+    p = _write(tmp_path, """
+        from examples.models.mlp import MLP, TPMLP
+        from verifier.capture.case import CaptureCase
+        from verifier.capture.relations import replicate, shard
+
+        def make_case():
+            return CaptureCase(name="fn", spec=lambda: MLP(2, 4, bias=False),
+                               impl=lambda r, w: TPMLP(2, 4, w, bias=False),
+                               world_size=2, inputs={"x": (1, 2)}, output_names=["y"],
+                               input_relation={"x": replicate("x"), "fc1.weight": shard("fc1.weight", dim=0),
+                                               "fc2.weight": shard("fc2.weight", dim=1)},
+                               expect={"y": replicate("y")})
+        """)
+    case = load_case(p)
+    assert case.name == "fn" and case.expect == {"y": ["y@r0", "y@r1"]}
+    assert all(o.holds for o in prove(case))
