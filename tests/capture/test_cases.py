@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
+
 from certificates.errors import Malformed  # noqa: E402
 from certificates.graph import parse_graph  # noqa: E402
 from certificates.refinement import check, parse_relation  # noqa: E402

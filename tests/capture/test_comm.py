@@ -4,9 +4,11 @@
 import pytest
 
 torch = pytest.importorskip("torch")
+
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
 import torch.distributed as dist  # noqa: E402
 
-from helpers import collectives, producer, roundtrip  # noqa: E402
+from capture_helpers import collectives, producer, roundtrip  # noqa: E402
 from verifier.capture import CaptureError, capture_spmd  # noqa: E402
 
 

@@ -4,9 +4,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
+
 from examples.models.attention import Attention  # noqa: E402
 from examples.models.mlp import MLP, TPMLP  # noqa: E402
-from helpers import collectives, counts, roundtrip  # noqa: E402
+from capture_helpers import collectives, counts, roundtrip  # noqa: E402
 from verifier.capture import CaptureError  # noqa: E402
 from verifier.capture.export import capture_export, capture_export_spmd  # noqa: E402
 

@@ -7,7 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from helpers import collectives, counts, producer, roundtrip  # noqa: E402
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
+
+from capture_helpers import collectives, counts, producer, roundtrip  # noqa: E402
 from verifier.capture import capture_graph, capture_spmd  # noqa: E402
 
 

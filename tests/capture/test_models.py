@@ -6,11 +6,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
+
 from examples.models.attention import Attention, TPAttention  # noqa: E402
 from examples.models.embedding import Embedding, VocabParallelEmbedding  # noqa: E402
 from examples.models.mlp import MLP, TPMLP  # noqa: E402
 from examples.models.moe import EPMoE, MoE  # noqa: E402
-from helpers import collectives, consumers, counts, producer, roundtrip  # noqa: E402
+from capture_helpers import collectives, consumers, counts, producer, roundtrip  # noqa: E402
 from verifier.capture import InputSpec, capture_graph, capture_spmd  # noqa: E402
 
 AR, AG, RS, A2A = "all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"

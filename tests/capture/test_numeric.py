@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
+
 from certificates.graph import evaluate, parse_graph  # noqa: E402
 from examples.models.attention import Attention  # noqa: E402
 from examples.models.embedding import Embedding  # noqa: E402

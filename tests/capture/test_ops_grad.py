@@ -6,6 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
+
 from certificates.ops import REGISTRY  # noqa: E402
 from certificates.poly import Rat, evaluate  # noqa: E402
 

@@ -1,6 +1,13 @@
-"""Shared checks for captured graphs."""
+"""Shared checks for captured graphs (imported first: puts the repository root on sys.path
+so that the example models import as ``examples.models``)."""
 
 import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 
 from certificates.graph import parse_graph
 
