@@ -15,7 +15,7 @@ $(BIN)/pvcert: pyproject.toml
 
 $(VENV)/.dev: $(BIN)/pvcert
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,torch]'
+	$(BIN)/pip install -q -e '.[dev,torch,models]'
 	touch $@
 
 .PHONY: demo test proofs bench clean

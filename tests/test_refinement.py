@@ -110,9 +110,9 @@ def vocab_parallel_embedding(check_upper: bool = True):
         lo, hi = r * V // 2, (r + 1) * V // 2
         e, i = g.input(f"e@r{r}", [V // 2, D], "parameter", rank=r), \
             g.input(f"i@r{r}", [T], "index", dtype="int64", rank=r, range=(0, V))
-        g.node("aten.lt.Scalar", [i], f"below@r{r}", rank=r, other=lo, dtype="bool")
+        g.node("aten.lt.Scalar", [i], f"below@r{r}", rank=r, other=lo, out_dtype="bool")
         if check_upper:
-            g.node("aten.ge.Scalar", [i], f"above@r{r}", rank=r, other=hi, dtype="bool")
+            g.node("aten.ge.Scalar", [i], f"above@r{r}", rank=r, other=hi, out_dtype="bool")
             g.node("aten.bitwise_or.Tensor", [f"below@r{r}", f"above@r{r}"], f"mask@r{r}", rank=r)
         else:  # the bug: ids past the shard are not masked
             g.node("aten.clone.default", [f"below@r{r}"], f"mask@r{r}", rank=r)

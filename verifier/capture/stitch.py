@@ -21,7 +21,6 @@ from .convert import CaptureError, Item, RankProgram
 
 
 CAPTURE_LIMITS = Limits(max_elements=2**62)
-RESERVED = ("dtype", "name", "rank", "group")   # GraphBuilder.node keywords: set on the node after
 
 
 def _sfx(name: str, rank: int, multi: bool) -> str | None:
@@ -129,10 +128,8 @@ def _fix_dtypes(b: GraphBuilder, names, metas, it: Item, where: str) -> None:
 def _plain(b: GraphBuilder, it: Item, r: int, multi: bool) -> None:
     ins = [_sfx(t, r, multi) for t in it.inputs]
     outs = [_sfx(t, r, multi) for t in it.outputs]
-    attrs = {k: v for k, v in it.attrs.items() if k not in RESERVED}
     try:
-        b.node(it.target, ins, outs, rank=r, name=outs[0], **attrs)
-        b.obj["nodes"][-1]["attrs"].update({k: v for k, v in it.attrs.items() if k in RESERVED})
+        b.node(it.target, ins, outs, rank=r, name=outs[0], attrs=it.attrs)
     except Exception as e:
         raise CaptureError(f"rank {r}: {it.target} (node '{it.fx}'): {e}") from None
     _fix_dtypes(b, outs, it.metas, it, f"rank {r}")
@@ -153,7 +150,7 @@ def _collective(b: GraphBuilder, key, parts: list[Item], members: list[int], mul
     ins = [_sfx(it.inputs[0], m, multi) for m, it in zip(members, parts)]
     outs = [_sfx(it.outputs[0], m, multi) for m, it in zip(members, parts)]
     try:
-        b.node(first.target, ins, outs, group=members, name=f"{_short(first.target)}_{k}", **attrs)
+        b.node(first.target, ins, outs, group=members, name=f"{_short(first.target)}_{k}", attrs=attrs)
     except Exception as e:
         raise CaptureError(f"{first.target} on group {members}: {e}") from None
     for m, it, o in zip(members, parts, outs):

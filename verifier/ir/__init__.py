@@ -63,9 +63,14 @@ class GraphBuilder:
         return tuple(self.obj["tensors"][name]["shape"])
 
     def node(self, target: str, inputs: list[str | None], outputs: list[str] | str, *,
-             rank: int = 0, group: list[int] | None = None, dtype: str | None = None,
-             name: str | None = None, **attrs) -> list[str] | str:
-        """Add a node; ``outputs`` names its results (a str for a single one)."""
+             rank: int = 0, group: list[int] | None = None, out_dtype: str | None = None,
+             name: str | None = None, attrs: dict[str, Any] | None = None, **kw) -> list[str] | str:
+        """Add a node; ``outputs`` names its results (a str for a single one).
+
+        The op's attributes come from ``attrs`` and keyword arguments; ``out_dtype``
+        is the dtype of the outputs (default: that of the first input).
+        """
+        attrs = {**(attrs or {}), **kw}
         op = REGISTRY.get(target)
         if op is None:
             raise UnsupportedOp(f"unsupported op '{target}' (not in the operator registry)")
@@ -82,7 +87,7 @@ class GraphBuilder:
         ranks = group if group is not None and not op.p2p else ([group[1]] if op.p2p else [rank] * len(outs))
         for t, s, r in zip(outs, out_shapes, ranks):
             src = next((x for x in inputs if x is not None), None)
-            dt = dtype or (self.obj["tensors"][src]["dtype"] if src else "float32")
+            dt = out_dtype or (self.obj["tensors"][src]["dtype"] if src else "float32")
             self._tensor(t, s, dt, r)
         node: dict[str, Any] = {"name": name or f"n{len(self.obj['nodes'])}", "target": target,
                                 "inputs": list(inputs), "outputs": outs, "attrs": attrs}
