@@ -63,6 +63,12 @@ def main() -> int:
         runs += [("GPT block TP4+SP, fwd+bwd", gpt, 1, 4), ("GPT block TP8+SP, fwd+bwd", gpt, 1, 8),
                  ("GPT 8 blocks TP2+SP, fwd+bwd", gpt, 8, 2), ("Llama block TP4, fwd+bwd", llama, 4),
                  ("Llama block TP8, fwd+bwd", llama, 8)]
+        try:
+            import megatron.core  # noqa: F401
+            from examples.cases.megatron_gpt import make_case as mcore
+            runs += [(f"megatron-core GPTModel 1 layer TP{w}, fwd+bwd", mcore, w) for w in (2, 4, 8)]
+        except ImportError:
+            print("megatron-core not installed: its workloads are skipped")
     h = Harness("pvcert refinement: per-operator inference (time), capture and replay (note)")
     h.header()
     for name, make, *a in runs:

@@ -333,6 +333,8 @@ op("aten.mean.dim aten.mean.default", "self", {"dim": None, "keepdim": False, "d
 
 
 def _softmax(x, d, log: bool):
+    if not is_sym(x):  # the same function over the reals; keeps float exp from underflowing
+        x = x - np.max(x, axis=d, keepdims=True)
     e = _exp(x)
     s = np.sum(e, axis=d, keepdims=True)
     return x - _log(s) if log else e / s

@@ -1019,3 +1019,11 @@ def test_reducing_dim_0_of_a_0d_tensor(target):
             torch.tensor(1.5, dtype=torch.float64), dim, keep)
         assert np.shape(out) == tuple(op.shape([()], a)[0]) == tuple(ref.shape)
         assert float(out) == float(ref)
+
+
+def test_numeric_softmax_of_fully_masked_rows_is_finite():
+    """Masked attention rows (all -10000) must not underflow to 0/0: same function, shifted."""
+    op = REGISTRY["aten._softmax.default"]
+    x = np.array([[-1e4, -1e4], [0.0, -1e4]])
+    out = op.run([x], {"dim": -1, "half_to_float": False, "_symbolic": False, "_group": None})[0]
+    np.testing.assert_allclose(out, [[0.5, 0.5], [1.0, 0.0]], atol=1e-12)

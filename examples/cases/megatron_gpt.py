@@ -1,4 +1,4 @@
-"""megatron-core (PyPI) 1-layer GPTModel (local layer spec) with tensor parallelism 2
+"""megatron-core (PyPI) 1-layer GPTModel (local layer spec) with tensor parallelism (``make_case(world)``, 2 by default)
 against the same model at TP=1, forward and backward, captured on CPU with the patches
 of verifier/capture/megatron.py. Relations: vocab-parallel embedding and output layer,
 column-parallel QKV/FC1 (rows), row-parallel projection/FC2 (columns), replicated
@@ -11,11 +11,13 @@ from verifier.capture.megatron import cpu_patches
 from verifier.capture.relations import replicate, shard
 from verifier.capture.trace import InputSpec
 
-W = 2
-V, S, H, HEADS = 4, 2, 4, 4   # vocab, sequence, hidden, heads: W = 2 or 4 divides them
+S = 2  # sequence
 
-def build(rank, world):
-    return mm.gpt(rank, world, vocab=V, seq=S, hidden=H, heads=HEADS)
+
+def sizes(world):
+    """Vocabulary, hidden size and heads: the smallest that ``world`` (and 4) divides."""
+    n = max(world, 4)
+    return n, n, n
 
 P = "decoder.layers.0."
 ROW_SHARD = ["embedding.word_embeddings.weight", "output_layer.weight", P + "self_attention.linear_qkv.weight",
@@ -31,18 +33,22 @@ def rels(prefix=""):
     r.update({prefix + k: replicate(prefix + k) for k in REPL})
     return r
 
-CASE = CaptureCase(
-    name="megatron_gpt",
-    spec=lambda: build(0, 1),
-    impl=build,
-    world_size=W,
-    inputs={"input_ids": InputSpec((1, S), torch.int64, range=(0, V)),
-            "position_ids": InputSpec((1, S), torch.int64, range=(0, S)),
-            "attention_mask": InputSpec((1, 1, S, S), torch.bool, role="mask")},
-    spec_distributed=True,
-    backward=True,
-    context=cpu_patches,
-    input_relation={"input_ids": replicate("input_ids"), "position_ids": replicate("position_ids"),
-                    "attention_mask": replicate("attention_mask"), "d_out": shard("d_out", dim=2), **rels()},
-    expect={"out": shard("out", dim=2), **rels("grad.")},
-)
+def make_case(world=2):
+    v, h, heads = sizes(world)
+    return CaptureCase(
+        name="megatron_gpt",
+        spec=lambda: mm.gpt(0, 1, vocab=v, seq=S, hidden=h, heads=heads),
+        impl=lambda rank, w: mm.gpt(rank, w, vocab=v, seq=S, hidden=h, heads=heads),
+        world_size=world,
+        inputs={"input_ids": InputSpec((1, S), torch.int64, range=(0, v)),
+                "position_ids": InputSpec((1, S), torch.int64, range=(0, S)),
+                "attention_mask": InputSpec((1, 1, S, S), torch.bool, role="mask")},
+        spec_distributed=True,
+        backward=True,
+        context=cpu_patches,
+        input_relation={"input_ids": replicate("input_ids"), "position_ids": replicate("position_ids"),
+                        "attention_mask": replicate("attention_mask"), "d_out": shard("d_out", dim=2),
+                        **rels()},
+        expect={"out": shard("out", dim=2), **rels("grad.")},
+    )
+
