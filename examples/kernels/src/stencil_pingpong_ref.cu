@@ -10,6 +10,7 @@ stencil_pingpong_ref(const float* __restrict__ x, float* __restrict__ y)
     __shared__ float buf[T];
     const int t = threadIdx.x;
     float v = x[blockIdx.x * T + t];
+#pragma unroll 1   // keep the loop a loop in the PTX (runtime buffer index it % 2)
     for (int it = 0; it < ITERS; ++it) {
         buf[t] = v;
         __syncthreads();
