@@ -29,3 +29,14 @@ for src in src/*.cu; do
     n=$((n + 1))
 done
 echo "build.sh: generated $n PTX files in $(pwd)/ptx"
+
+# Assemble every PTX file once (catches inline-PTX mistakes); output is discarded.
+PTXAS="${PTXAS:-$(dirname "$(command -v "$NVCC")")/ptxas}"
+if [ -x "$PTXAS" ]; then
+    for ptx in ptx/*.ptx; do
+        "$PTXAS" $ARCH -o /dev/null "$ptx"
+    done
+    echo "build.sh: ptxas $ARCH accepted all $n files"
+else
+    echo "build.sh: ptxas not found next to nvcc; skipped the assembly check" >&2
+fi
