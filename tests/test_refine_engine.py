@@ -86,7 +86,6 @@ def test_repeated_layers_are_solved_once():
         s.node("aten.linear.default", [prev_s, W1], f"H{layer}")
         s.node("aten.gelu.default", [f"H{layer}"], f"A{layer}")
         s.node("aten.linear.default", [f"A{layer}", W2], f"Y{layer}")
-        outs = []
         for r in range(2):
             w1 = g.input(f"w1_{layer}@r{r}", [4, 4], "parameter", rank=r)
             w2 = g.input(f"w2_{layer}@r{r}", [4, 4], "parameter", rank=r)
