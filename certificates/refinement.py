@@ -170,10 +170,12 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
     for n in impl.inputs:
         t = impl.tensors[n]
         if t.is_int:
-            lo, hi = t.range if t.range else (0, 2)
-            for v in impl_env[n].ravel():
-                for a in Rat.of(v).atoms():
-                    ranges.setdefault(a, range(lo, hi))
+            free = {a for v in impl_env[n].ravel() for a in Rat.of(v).atoms()}
+            if free and t.range is None and t.dtype != "bool":
+                raise Unsupported(f"integer tensor '{n}' has free values but no declared range")
+            lo, hi = t.range or (0, 2)
+            for a in free:
+                ranges.setdefault(a, range(lo, hi))
     names = sorted(ranges)
     total = 1
     for n in names:

@@ -175,3 +175,25 @@ def test_frontier_tensor_recomputed_by_a_collective_in_the_cone(per_op_cert, tmp
     c["claims"][0]["output_relation"] = {"Y": ["y@r1"]}
     ok, detail = outcome(c, tmp_path)
     assert not ok and "cone recomputes" in detail, detail
+
+
+def test_integer_tensor_without_range_is_not_enumerated_partially():
+    """An intermediate index tensor (here `local = idx - 2`) has no declared range: its local
+    obligation must not be checked on a guessed range, so the step fails instead of passing."""
+    from verifier.ir import GraphBuilder
+
+    s = GraphBuilder("lookup")
+    s.input("E", [4, 2], "parameter")
+    s.input("I", [2], "index", dtype="int64", range=(2, 4))
+    s.node("aten.sub.Tensor", ["I"], "L", other=2)
+    s.node("aten.embedding.default", ["E", "L"], "Y")
+    s.output("Y")
+    g = GraphBuilder("lookup_impl", 1)
+    g.input("e", [4, 2], "parameter")
+    g.input("i", [2], "index", dtype="int64", range=(2, 4))
+    g.node("aten.sub.Tensor", ["i"], "l", other=2)
+    g.node("aten.embedding.default", ["e", "l"], "y")
+    g.output("y")
+    inf = infer(case_of(s, g, {"E": ["e"], "I": ["i"]}, {"Y": ["y"]}))
+    assert not inf.verified and inf.failure.node.name == "n1"
+    assert "no declared range" in " ".join(sum(inf.failure.tried.values(), []))

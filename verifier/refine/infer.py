@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from certificates import terms
 from certificates.chain import Chain
+from certificates.errors import Unsupported
 from certificates.graph import Graph, Node
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
@@ -111,7 +112,11 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
         found = {o: index.find(s_vals[o], reach) for o in v.outputs}
         tried = {o: [str(c) for c in cs] for o, cs in found.items()}
         if all(found.values()):
-            for out in prover.prove(rel, v, found):
+            try:
+                outs = prover.prove(rel, v, found)
+            except Unsupported as e:  # e.g. an integer tensor whose values cannot be enumerated
+                outs = [Outcome(o, str(c), failure=str(e)) for o, cs in found.items() for c in cs]
+            for out in outs:
                 if out.holds:
                     rel.setdefault(out.spec, []).append(terms.parse(out.expr))
                     inf.outcomes.append(out)
