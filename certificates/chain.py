@@ -74,30 +74,32 @@ def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None,
 
 
 def key(local_spec: Graph, local_impl: Graph, rin: Relation, rout: Relation) -> str:
-    """Canonical text of an obligation, tensors renamed by first appearance."""
-    names: dict[str, str] = {}
+    """Canonical text of an obligation: spec and impl tensors renamed apart, by first appearance."""
+    names: dict[tuple[str, str], str] = {}
 
-    def ren(t: str | None) -> str | None:
-        if t is None:
-            return None
-        if t not in names:
-            names[t] = f"t{len(names)}"
-        return names[t]
+    def renamer(side: str):
+        def ren(t: str | None) -> str | None:
+            if t is None:
+                return None
+            if (side, t) not in names:
+                names[(side, t)] = f"{side}{len(names)}"
+            return names[(side, t)]
+        return ren
 
-    def term(e: terms.Term) -> str:
-        return str(terms.rename(e, ren))
+    spec_name, impl_name = renamer("s"), renamer("i")
 
-    def nodes(g: Graph) -> list:
+    def nodes(g: Graph, ren) -> list:
         return [[n.target, n.group is not None and [g.tensors[t].rank for t in n.inputs if t],
                  [ren(t) for t in n.inputs], [ren(t) for t in n.outputs],
                  sorted(n.attrs.items())] for n in g.nodes]
 
-    body = [nodes(local_spec), [ren(t) for t in local_spec.outputs],
-            sorted((ren(t), [term(e) for e in es]) for t, es in rin.items()),
-            nodes(local_impl),
-            [(ren(t), [term(e) for e in es]) for t, es in rout.items()]]
-    shapes = sorted((names[t], list(g.tensors[t].shape), g.tensors[t].dtype, list(g.tensors[t].range or ()))
-                    for g in (local_spec, local_impl) for t in g.tensors if t in names)
+    def rel(r: Relation) -> list:
+        return [(spec_name(t), [str(terms.rename(e, impl_name)) for e in es]) for t, es in r.items()]
+
+    body = [nodes(local_spec, spec_name), [spec_name(t) for t in local_spec.outputs], sorted(rel(rin)),
+            nodes(local_impl, impl_name), rel(rout)]
+    shapes = sorted((names[(side, t)], list(g.tensors[t].shape), g.tensors[t].dtype, list(g.tensors[t].range or ()))
+                    for side, g in (("s", local_spec), ("i", local_impl)) for t in g.tensors if (side, t) in names)
     return json.dumps([body, shapes], separators=(",", ":"), default=str)
 
 

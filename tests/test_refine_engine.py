@@ -197,3 +197,20 @@ def test_integer_tensor_without_range_is_not_enumerated_partially():
     inf = infer(case_of(s, g, {"E": ["e"], "I": ["i"]}, {"Y": ["y"]}))
     assert not inf.verified and inf.failure.node.name == "n1"
     assert "no declared range" in " ".join(sum(inf.failure.tried.values(), []))
+
+
+def test_reuse_never_applies_to_a_different_statement():
+    """A cached proof is reused only for the same obligation modulo renaming."""
+    from certificates import terms
+    from certificates.chain import Chain
+
+    inf = infer(tp_mlp(2))
+    r = inf.prepared
+    chain = Chain(r.spec, r.impl, __import__("certificates.limits", fromlist=["Limits"]).Limits())
+    n0 = r.spec.nodes[0]
+    good = {"H": [terms.parse("concat(h@r0, h@r1, dim=1)")]}
+    bad = {"H": [terms.parse("concat(h@r1, h@r0, dim=1)")]}
+    assert all(o.holds for o in chain.prove(inf.relation, n0, good))
+    assert not any(o.holds for o in chain.prove(inf.relation, n0, bad))
+    assert chain.reused == 0
+    assert all(o.holds for o in chain.prove(inf.relation, n0, good)) and chain.reused == 1
