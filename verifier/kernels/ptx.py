@@ -69,14 +69,13 @@ class Instr:
     line: int
     text: str
     index: int = 0
+    parts: list = field(default_factory=list, repr=False, compare=False)
+    op: str = field(default="", repr=False, compare=False)
+    cache: dict = field(default_factory=dict, repr=False, compare=False)   # executor's decoded form
 
-    @property
-    def parts(self) -> list[str]:
-        return self.opcode.split(".")
-
-    @property
-    def op(self) -> str:
-        return self.opcode.split(".", 1)[0]
+    def __post_init__(self) -> None:
+        self.parts = self.opcode.split(".")
+        self.op = self.parts[0]
 
     def __str__(self) -> str:
         return self.text

@@ -1,0 +1,894 @@
+"""Checked symbolic execution of one CTA of a PTX kernel (the Volta approach).
+
+Every thread has its own program counter over the instruction list, so loops stay
+loops and run concretely. Integer, predicate and address arithmetic is concrete
+(``%tid``/``%ntid``/``%ctaid``/``%nctaid`` come from the launch; the CTA is given,
+CTA 0 by default). Float arithmetic is symbolic over the reals with the exact normal
+form of ``certificates.poly`` (``Rat``).
+
+Decisions about the reals (documented, deliberate):
+
+* rounding is ignored: ``add/sub/mul/fma/div`` of any rounding mode are the real
+  operations; ``cvt`` between f16/f32 (and ``mov`` of float bits through ``.b32``/``.u32``
+  registers or memory) is the identity.
+* ``ex2(y)`` is ``exp(y * LN2)`` with ``LN2 = log(2)`` an opaque atom of the normal
+  form (numerically the true ln 2; for z3 an uninterpreted constant, so a proof never
+  depends on its value). The single float constant ``0f3FB8AA3B`` (the f32 nearest
+  log2 e, emitted by ``__expf``) is read as the real ``1 / LN2``; so
+  ``ex2(x * 0f3FB8AA3B)`` is exactly ``exp(x)``. Every other float constant is its
+  exact binary value. This is the only place a constant is not read at face value.
+* ``max``/``min`` are the normal form's ``max`` atom (``min(a, b) = -max(-a, -b)``);
+  ``sqrt`` its ``sqrt`` atom; ``rsqrt(x) = 1/sqrt(x)``; ``rcp(x) = 1/x``.
+
+Scheduling: each runnable thread runs until it blocks (a barrier or a warp
+collective) or exits. ``bar.sync``/``barrier.sync a{, b}`` release when ``b`` (default:
+all) threads arrived at barrier ``a`` (matched by count, not program counter);
+``bar.warp.sync m`` releases when every lane in ``m`` arrived at one; ``shfl.sync`` /
+``vote.sync`` execute when every lane of their mask arrived at the same collective.
+Deadlock: nothing runnable, nothing releasable, and some thread blocked.
+
+Races: per byte of shared and global memory, the last writer and the readers since,
+with vector clocks (a barrier joins the clocks of its participants). A read races
+with an unsynchronized last write; a write with an unsynchronized last write or read.
+Both accesses are reported (thread, instruction index and text, address).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from certificates.errors import CheckError, Unsupported
+from certificates.poly import Rat, apply
+
+from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
+
+LN2 = apply("log", 2)
+INV_LN2 = Rat.of(1) / LN2
+LOG2E_F32_BITS = 0x3FB8AA3B
+MAX_STEPS = 50_000_000
+
+SHARED_BASE = 0x1000
+GLOBAL_BASE = 1 << 40
+GLOBAL_STRIDE = 1 << 32
+
+
+class KernelError(CheckError):
+    """The kernel does something the checked semantics rejects (out of bounds, ...)."""
+
+
+@dataclass
+class Access:
+    tid: int
+    clock: int
+    index: int
+    text: str
+    line: int
+    write: bool
+
+
+@dataclass
+class Race:
+    space: str
+    address: int
+    first: Access
+    second: Access
+
+    def describe(self, kernel: str = "") -> str:
+        def one(a: Access) -> str:
+            return (f"thread {a.tid} {'writes' if a.write else 'reads'} at instruction {a.index} "
+                    f"(line {a.line}: `{a.text}`)")
+        return (f"data race{' in ' + kernel if kernel else ''} on {self.space} address {self.address:#x}: "
+                f"{one(self.first)}; {one(self.second)}; no barrier orders them")
+
+
+@dataclass
+class Deadlock:
+    blocked: dict      # description -> list of thread ids
+    exited: list[int]
+
+    def describe(self, kernel: str = "") -> str:
+        parts = [f"{len(t)} thread(s) {t[:4]}{'...' if len(t) > 4 else ''} blocked at {d}" for d, t in self.blocked.items()]
+        if self.exited:
+            parts.append(f"{len(self.exited)} thread(s) exited")
+        return f"deadlock{' in ' + kernel if kernel else ''}: " + "; ".join(parts)
+
+
+class RaceError(CheckError):
+    def __init__(self, race: Race, kernel: str = "") -> None:
+        super().__init__(race.describe(kernel))
+        self.race = race
+
+
+class DeadlockError(CheckError):
+    def __init__(self, dl: Deadlock, kernel: str = "") -> None:
+        super().__init__(dl.describe(kernel))
+        self.deadlock = dl
+
+
+@dataclass
+class Tensor:
+    name: str
+    role: str           # input | output
+    dtype: str          # f32 | f16 | s32
+    numel: int
+    base: int = 0
+
+    @property
+    def esize(self) -> int:
+        return 2 if self.dtype in ("f16", "bf16") else 4
+
+
+@dataclass
+class Result:
+    outputs: dict       # (tensor name, index) -> Rat | int
+    steps: int
+    barriers: int
+    threads: int
+
+
+# ----------------------------------------------------------------------------- helpers
+
+_BITS: dict[str, int] = {"pred": 1}
+
+
+def _bits(t: str) -> int:
+    n = _BITS.get(t)
+    if n is None:
+        n = _BITS[t] = int("".join(c for c in t if c.isdigit()) or 32)
+    return n
+
+
+def _signed(t: str) -> bool:
+    return t[0] == "s"
+
+
+_WRAP: dict[str, tuple] = {}
+
+
+def _wrap(v: int, t: str) -> int:
+    """Canonical value of an integer of PTX type ``t`` (signed types as signed)."""
+    w = _WRAP.get(t)
+    if w is None:
+        n = _bits(t)
+        w = _WRAP[t] = ((1 << n) - 1, 1 << (n - 1) if t[0] == "s" else 0, 1 << n)
+    mask, sign, full = w
+    v &= mask
+    if sign and v & sign:
+        v -= full
+    return v
+
+
+def _as(v: int, t: str) -> int:
+    return _wrap(v, t)
+
+
+def float_of_bits(bits: int, width: int) -> Rat:
+    if width == 32 and bits == LOG2E_F32_BITS:
+        return INV_LN2
+    if width == 32:
+        f = struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+    elif width == 16:
+        f = struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+    else:
+        f = struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0]
+    if f != f or f in (float("inf"), float("-inf")):
+        raise Unsupported(f"non-finite float constant {bits:#x}")
+    return Rat.of(Fraction(f))
+
+
+FLOAT_TYPES = {"f16", "f32", "f64", "bf16"}
+
+
+class Thread:
+    __slots__ = ("tid", "lin", "warp", "lane", "pc", "regs", "state", "wait", "vc")
+
+    def __init__(self, lin: int, tid: tuple, ntid: tuple, ctaid: tuple, nctaid: tuple, nthreads: int) -> None:
+        self.lin, self.tid = lin, tid
+        self.warp, self.lane = lin // 32, lin % 32
+        self.pc = 0
+        self.regs: dict = {}
+        for pre, vals in (("%tid", tid), ("%ntid", ntid), ("%ctaid", ctaid), ("%nctaid", nctaid)):
+            for c, v in zip("xyz", vals):
+                self.regs[f"{pre}.{c}"] = v
+        self.regs["%laneid"] = self.lane
+        self.regs["%warpid"] = self.warp
+        self.regs["%WARP_SZ"] = 32
+        self.state = "run"           # run | block | exit
+        self.wait = None             # what it is blocked on
+        self.vc = [0] * nthreads
+
+
+class _Shadow:
+    __slots__ = ("w", "r")
+
+    def __init__(self) -> None:
+        self.w: Access | None = None
+        self.r: dict[int, Access] = {}
+
+
+# ----------------------------------------------------------------------------- executor
+
+
+class CTA:
+    """Execute one CTA of ``kernel`` with the given launch and parameter bindings.
+
+    ``params``: one dict per kernel ``.param`` in order: ``{"name", "role", "dtype",
+    "shape"}`` for tensors (role ``input``/``output``), ``{"name", "role": "scalar",
+    "value"}`` for scalars.
+    """
+
+    def __init__(self, kernel: Kernel, grid, block, params: list[dict], cta=(0, 0, 0)) -> None:
+        self.k = kernel
+        self.grid, self.block, self.cta = tuple(grid), tuple(block), tuple(cta)
+        if len(params) != len(kernel.params):
+            raise KernelError(f"{kernel.name}: {len(kernel.params)} .param in PTX, {len(params)} bound")
+        self.param_values: dict[str, int] = {}
+        self.tensors: list[Tensor] = []
+        for i, (kp, p) in enumerate(zip(kernel.params, params)):
+            if p["role"] == "scalar":
+                self.param_values[kp.name] = int(p["value"])
+            else:
+                numel = 1
+                for d in p["shape"]:
+                    numel *= int(d)
+                t = Tensor(p["name"], p["role"], p["dtype"], numel, GLOBAL_BASE + i * GLOBAL_STRIDE)
+                self.tensors.append(t)
+                self.param_values[kp.name] = t.base
+        # shared layout
+        self.sym_addr: dict[str, int] = {}
+        addr = SHARED_BASE
+        for v in kernel.vars.values():
+            if v.space != "shared":
+                if v.space == "local":
+                    raise Unsupported(f"{kernel.file}:{v.line}: .local variable {v.name}")
+                continue
+            addr = (addr + v.align - 1) // v.align * v.align
+            self.sym_addr[v.name] = addr
+            addr += v.size if v.size else 48 * 1024
+        self.shared_end = addr
+        self.smem: dict[int, tuple] = {}      # byte address -> (value, width) at value start
+        self.gmem: dict[int, tuple] = {}      # stores to global memory
+        self.shadow: dict[tuple, _Shadow] = {}
+        n = self.block[0] * self.block[1] * self.block[2]
+        if n <= 0 or n > 1024:
+            raise KernelError(f"{kernel.name}: block of {n} threads")
+        self.n = n
+        self.threads = []
+        for lin in range(n):
+            x = lin % self.block[0]
+            y = (lin // self.block[0]) % self.block[1]
+            z = lin // (self.block[0] * self.block[1])
+            self.threads.append(Thread(lin, (x, y, z), self.block, self.cta, self.grid, n))
+        self.steps = 0
+        self.barriers = 0
+        self.labels = kernel.labels
+
+    # ------------------------------------------------------------------ errors
+
+    def _err(self, th: Thread, ins: Instr, msg: str) -> KernelError:
+        return KernelError(f"{self.k.file}:{ins.line}: thread {th.lin}: {msg} in `{ins.text}`")
+
+    # ------------------------------------------------------------------ operands
+
+    def val(self, th: Thread, o, ins: Instr, ty: str | None = None):
+        if isinstance(o, Reg):
+            try:
+                return th.regs[o.name]
+            except KeyError:
+                raise self._err(th, ins, f"read of unset register {o.name}") from None
+        if isinstance(o, Imm):
+            if ty in FLOAT_TYPES:
+                raise self._err(th, ins, "integer immediate used as a float")
+            return _wrap(o.value, ty) if ty and ty != "pred" else o.value
+        if isinstance(o, FImm):
+            return float_of_bits(o.bits, o.width)
+        if isinstance(o, Sym):
+            if o.name in self.sym_addr:
+                return self.sym_addr[o.name]
+            raise self._err(th, ins, f"symbol {o.name} used as a value")
+        raise self._err(th, ins, f"bad source operand {o}")
+
+    def ival(self, th, o, ins, ty) -> int:
+        v = self.val(th, o, ins, ty)
+        if isinstance(v, bool):
+            return int(v)
+        if not isinstance(v, int):
+            raise Unsupported(f"{self.k.file}:{ins.line}: integer operation on a float/symbolic value "
+                              f"(data-dependent) in `{ins.text}`")
+        return _wrap(v, ty)
+
+    def fval(self, th, o, ins) -> Rat:
+        v = self.val(th, o, ins, "f32")
+        if isinstance(v, Rat):
+            return v
+        if isinstance(v, bool):
+            raise self._err(th, ins, "predicate used as a float")
+        return float_of_bits(v, 32)  # raw integer bits moved into a float register
+
+    def address(self, th, m: Mem, ins) -> int:
+        b = m.base
+        if isinstance(b, Sym):
+            if b.name in self.sym_addr:
+                return self.sym_addr[b.name] + m.offset
+            if b.name in self.param_values:
+                return ("param", b.name)  # type: ignore[return-value]
+            raise self._err(th, ins, f"unknown symbol {b.name}")
+        v = self.val(th, b, ins)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise Unsupported(f"{self.k.file}:{ins.line}: data-dependent address in `{ins.text}`")
+        return v + m.offset
+
+    def setreg(self, th, o, v) -> None:
+        if not isinstance(o, Reg):
+            raise KernelError(f"bad destination {o}")
+        th.regs[o.name] = v
+
+    # ------------------------------------------------------------------ memory
+
+    def _record(self, space: str, addr: int, width: int, th: Thread, ins: Instr, write: bool) -> None:
+        me = Access(th.lin, th.vc[th.lin], ins.index, ins.text, ins.line, write)
+        vc = th.vc
+        for a in range(addr, addr + width):
+            key = (space, a)
+            sh = self.shadow.get(key)
+            if sh is None:
+                sh = self.shadow[key] = _Shadow()
+            w = sh.w
+            if w is not None and w.tid != th.lin and vc[w.tid] <= w.clock:
+                raise RaceError(Race(space, a, w, me), self.k.name)
+            if write:
+                for r in sh.r.values():
+                    if r.tid != th.lin and vc[r.tid] <= r.clock:
+                        raise RaceError(Race(space, a, r, me), self.k.name)
+                sh.w = me
+                sh.r = {}
+            else:
+                sh.r[th.lin] = me
+
+    def _tensor(self, addr: int, th, ins) -> tuple[Tensor, int]:
+        for t in self.tensors:
+            if t.base <= addr < t.base + GLOBAL_STRIDE:
+                off = addr - t.base
+                if off % t.esize or off // t.esize >= t.numel:
+                    raise self._err(th, ins, f"out-of-bounds or misaligned access to {t.name} at byte {off}")
+                return t, off // t.esize
+        raise self._err(th, ins, f"global access to unknown address {addr:#x}")
+
+    def load(self, th, ins, space: str, addr: int, width: int, ty: str):
+        if space == "param":
+            raise self._err(th, ins, "bad param load")
+        if space == "generic":
+            space = "global" if addr >= GLOBAL_BASE else "shared"
+        if space == "shared":
+            if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
+                raise self._err(th, ins, f"shared access out of bounds at {addr:#x}")
+            self._record("shared", addr, width, th, ins, False)
+            ent = self.smem.get(addr)
+            if ent is None:  # never written: an unknown value (a later write may still race)
+                return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+            if ent[1] != width:
+                raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte load of a {ent[1]}-byte value "
+                                  f"(partial-word type punning) in `{ins.text}`")
+            return ent[0]
+        if space == "global":
+            t, i = self._tensor(addr, th, ins)
+            if width != t.esize:
+                raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to {t.dtype} tensor {t.name}")
+            self._record("global", addr, width, th, ins, False)
+            if addr in self.gmem:
+                return self.gmem[addr][0]
+            if t.role == "output":
+                return Rat.var(f"{t.name}@init[{i}]")
+            return Rat.var(f"{t.name}[{i}]")
+        raise Unsupported(f"{self.k.file}:{ins.line}: load from .{space} in `{ins.text}`")
+
+    def store(self, th, ins, space: str, addr: int, width: int, value) -> None:
+        if space == "generic":
+            space = "global" if addr >= GLOBAL_BASE else "shared"
+        if space == "shared":
+            if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
+                raise self._err(th, ins, f"shared access out of bounds at {addr:#x}")
+            self._record("shared", addr, width, th, ins, True)
+            for a in range(addr - 7, addr + width):  # drop overlapped values
+                e = self.smem.get(a)
+                if e is not None and a + e[1] > addr and a < addr + width:
+                    if a != addr or e[1] != width:
+                        if e[1] != width or a != addr:
+                            del self.smem[a]
+            self.smem[addr] = (value, width)
+            return
+        if space == "global":
+            t, i = self._tensor(addr, th, ins)
+            if width != t.esize:
+                raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte store to {t.dtype} tensor {t.name}")
+            if t.role != "output":
+                raise self._err(th, ins, f"store to input tensor {t.name}")
+            self._record("global", addr, width, th, ins, True)
+            self.gmem[addr] = (value, width)
+            return
+        raise Unsupported(f"{self.k.file}:{ins.line}: store to .{space} in `{ins.text}`")
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> Result:
+        instrs = self.k.instrs
+        while True:
+            progressed = False
+            for th in self.threads:
+                if th.state == "run":
+                    self._run_thread(th, instrs)
+                    progressed = True
+            if self._release():
+                continue
+            if progressed and any(t.state == "run" for t in self.threads):
+                continue
+            blocked = [t for t in self.threads if t.state == "block"]
+            if not blocked:
+                break
+            groups: dict[str, list[int]] = {}
+            for t in blocked:
+                ins = instrs[t.pc]
+                groups.setdefault(f"instruction {t.pc} (line {ins.line}: `{ins.text}`)", []).append(t.lin)
+            raise DeadlockError(Deadlock(groups, [t.lin for t in self.threads if t.state == "exit"]), self.k.name)
+        outs = {}
+        for addr, (v, _) in self.gmem.items():
+            t, i = self._tensor(addr, self.threads[0], instrs[-1])
+            outs[(t.name, i)] = v
+        return Result(outs, self.steps, self.barriers, self.n)
+
+    def _release(self) -> bool:
+        """Release every barrier / warp collective whose participants all arrived."""
+        released = False
+        byid: dict[int, list[Thread]] = {}
+        for t in self.threads:
+            if t.state == "block" and t.wait[0] == "bar":
+                byid.setdefault(t.wait[1], []).append(t)
+        for bid, ts in byid.items():
+            want = {t.wait[2] for t in ts}
+            if len(want) > 1:
+                continue  # inconsistent counts: left blocked -> deadlock report
+            need = want.pop()
+            if need is None:
+                need = self.n
+            if len(ts) >= need:
+                group = ts[:need]
+                self._sync(group)
+                self.barriers += 1
+                for t in group:
+                    t.state, t.wait = "run", None
+                    t.pc += 1
+                released = True
+        # warp-level: bar.warp.sync / shfl / vote
+        warps: dict[int, list[Thread]] = {}
+        for t in self.threads:
+            if t.state == "block" and t.wait[0] in ("wsync", "shfl", "vote"):
+                warps.setdefault(t.warp, []).append(t)
+        for w, ts in warps.items():
+            lanes = {t.lane: t for t in ts}
+            done: set[int] = set()
+            for t in ts:
+                if t.lane in done:
+                    continue
+                mask = t.wait[1]
+                members = [lane for lane in range(32) if mask >> lane & 1 and w * 32 + lane < self.n]
+                if t.lane not in members:
+                    raise KernelError(f"{self.k.file}: thread {t.lin}: lane not in its own member mask {mask:#x}")
+                if not all(lane in lanes and lanes[lane].wait[0] == t.wait[0] and lanes[lane].wait[1] == mask
+                           for lane in members):
+                    continue
+                group = [lanes[lane] for lane in members]
+                if t.wait[0] == "shfl":
+                    self._shfl(group)
+                elif t.wait[0] == "vote":
+                    self._vote(group)
+                self._sync(group)
+                for g in group:
+                    g.state, g.wait = "run", None
+                    g.pc += 1
+                    done.add(g.lane)
+                released = True
+        return released
+
+    def _sync(self, group: list[Thread]) -> None:
+        n = self.n
+        joined = [0] * n
+        for t in group:
+            t.vc[t.lin] += 1
+            vc = t.vc
+            for i in range(n):
+                if vc[i] > joined[i]:
+                    joined[i] = vc[i]
+        for t in group:
+            t.vc = list(joined)
+
+    def _shfl(self, group: list[Thread]) -> None:
+        lanes = {t.lane: t for t in group}
+        results = {}
+        for t in group:
+            ins = self.k.instrs[t.pc]
+            mode = ins.parts[2]
+            dst, a, b, c = ins.operands[:4]
+            bval = self.ival(t, b, ins, "b32") & 31
+            cv = self.ival(t, c, ins, "b32")
+            clamp, seg = cv & 31, (cv >> 8) & 31
+            lane = t.lane
+            max_lane = (lane & seg) | (clamp & ~seg & 31)
+            min_lane = lane & seg
+            if mode == "up":
+                j = lane - bval
+                ok = j >= max_lane
+            elif mode == "down":
+                j = lane + bval
+                ok = j <= max_lane
+            elif mode == "bfly":
+                j = lane ^ bval
+                ok = j <= max_lane
+            elif mode == "idx":
+                j = min_lane | (bval & ~seg & 31)
+                ok = j <= max_lane
+            else:
+                raise Unsupported(f"{self.k.file}:{ins.line}: shfl mode {mode}")
+            if not ok:
+                j = lane
+            if j not in lanes:
+                raise self._err(t, ins, f"shfl source lane {j} is not in the member mask")
+            src = lanes[j]
+            results[t.lin] = (dst, self.val(src, a, ins), ok)
+        for t in group:
+            dst, v, ok = results[t.lin]
+            if isinstance(dst, Pair):
+                t.regs[dst.first.name] = v
+                t.regs[dst.second.name] = ok
+            else:
+                t.regs[dst.name] = v
+
+    def _vote(self, group: list[Thread]) -> None:
+        votes = {}
+        for t in group:
+            ins = self.k.instrs[t.pc]
+            src = ins.operands[1]
+            v = self.val(t, src, ins, "pred")
+            neg = False
+            votes[t.lin] = bool(v) != neg
+        for t in group:
+            ins = self.k.instrs[t.pc]
+            mode = ins.parts[1]
+            vals = [votes[g.lin] for g in group]
+            if mode == "all":
+                r = all(vals)
+            elif mode == "any":
+                r = any(vals)
+            elif mode == "uni":
+                r = all(vals) or not any(vals)
+            elif mode == "ballot":
+                r = sum(1 << g.lane for g in group if votes[g.lin])
+            else:
+                raise Unsupported(f"{self.k.file}:{ins.line}: vote mode {mode}")
+            t.regs[ins.operands[0].name] = r
+
+    # ------------------------------------------------------------------ one thread
+
+    def _run_thread(self, th: Thread, instrs: list[Instr]) -> None:
+        regs = th.regs
+        n = len(instrs)
+        while th.state == "run":
+            if th.pc >= n:
+                th.state = "exit"
+                return
+            ins = instrs[th.pc]
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise CheckError(f"{self.k.name}: more than {MAX_STEPS} steps")
+            g = ins.guard
+            if g is not None:
+                p = regs.get(g[0])
+                if p is None:
+                    raise self._err(th, ins, f"read of unset predicate {g[0]}")
+                if bool(p) == g[1]:
+                    th.pc += 1
+                    continue
+            self._step(th, ins)
+
+    def _step(self, th: Thread, ins: Instr) -> None:  # noqa: C901 - one dispatch
+        op, parts, ops = ins.op, ins.parts, ins.operands
+        ty = parts[-1]
+        if op == "bra":
+            th.pc = self.labels[ops[0].name]
+            return
+        if op in ("ret", "exit"):
+            th.state = "exit"
+            return
+        if op in ("bar", "barrier"):
+            if len(parts) > 1 and parts[1] == "warp":
+                mask = self.ival(th, ops[0], ins, "b32") & 0xFFFFFFFF
+                th.state, th.wait = "block", ("wsync", mask)
+                return
+            kind = parts[1] if len(parts) > 1 else "sync"
+            if kind not in ("sync", "cta") or (kind == "cta" and "sync" not in parts):
+                if kind == "cta" and ("sync" in parts or "aligned" in parts):
+                    pass
+                else:
+                    raise Unsupported(f"{self.k.file}:{ins.line}: barrier variant `{ins.opcode}`")
+            bid = self.ival(th, ops[0], ins, "u32") if ops else 0
+            cnt = self.ival(th, ops[1], ins, "u32") if len(ops) > 1 else None
+            th.state, th.wait = "block", ("bar", bid, cnt)
+            return
+        if op == "shfl":
+            mask = self.ival(th, ops[4], ins, "b32") & 0xFFFFFFFF if len(ops) > 4 else 0xFFFFFFFF
+            th.state, th.wait = "block", ("shfl", mask)
+            return
+        if op == "vote":
+            mask = self.ival(th, ops[-1], ins, "b32") & 0xFFFFFFFF if "sync" in parts else 0xFFFFFFFF
+            th.state, th.wait = "block", ("vote", mask)
+            return
+        if op in ("wmma", "mma", "ldmatrix"):
+            raise Unsupported(f"{self.k.file}:{ins.line}: tensor-core instruction `{ins.opcode}` "
+                              f"is not modelled yet in `{ins.text}`")
+        if op in ("membar", "fence"):
+            th.pc += 1
+            return
+        if op == "ld" or op == "st" or op == "ldu":
+            self._mem(th, ins)
+            th.pc += 1
+            return
+        if op == "mov":
+            src = ops[1]
+            if isinstance(src, Vec) or isinstance(ops[0], Vec):
+                raise Unsupported(f"{self.k.file}:{ins.line}: vector mov (pack/unpack) in `{ins.text}`")
+            if isinstance(src, Sym) and src.name in self.sym_addr:
+                v = self.sym_addr[src.name]
+            elif ty in FLOAT_TYPES:
+                v = self.fval(th, src, ins)
+            else:
+                v = self.val(th, src, ins, ty)
+                if isinstance(v, int) and not isinstance(v, bool) and ty != "pred":
+                    v = _wrap(v, ty)
+            self.setreg(th, ops[0], v)
+        elif op == "cvta":
+            self.setreg(th, ops[0], self.ival(th, ops[1], ins, ty))
+        elif op == "cvt":
+            dt, st = parts[-2], parts[-1]
+            if dt in FLOAT_TYPES and st in FLOAT_TYPES:
+                self.setreg(th, ops[0], self.fval(th, ops[1], ins))
+            elif dt in FLOAT_TYPES or st in FLOAT_TYPES:
+                v = self.val(th, ops[1], ins, st)
+                if st not in FLOAT_TYPES and isinstance(v, int) and not isinstance(v, bool):
+                    self.setreg(th, ops[0], Rat.of(_wrap(v, st)))
+                else:
+                    c = v.constant() if isinstance(v, Rat) else None
+                    if c is None:
+                        raise Unsupported(f"{self.k.file}:{ins.line}: float-to-integer conversion of a "
+                                          f"symbolic value in `{ins.text}`")
+                    self.setreg(th, ops[0], _wrap(int(c), dt))
+            else:
+                self.setreg(th, ops[0], _wrap(self.ival(th, ops[1], ins, st), dt))
+        elif op == "setp":
+            self._setp(th, ins)
+        elif op == "selp":
+            p = self.val(th, ops[3], ins, "pred")
+            self.setreg(th, ops[0], self.val(th, ops[1] if p else ops[2], ins, ty))
+        elif ty in FLOAT_TYPES:
+            self._float(th, ins)
+        elif ty == "pred":
+            self._pred(th, ins)
+        else:
+            self._int(th, ins)
+        th.pc += 1
+
+    def _setp(self, th, ins) -> None:
+        parts, ops = ins.parts, ins.operands
+        cmp, ty = parts[1], parts[-1]
+        comb = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
+        if ty in FLOAT_TYPES:
+            a, b = self.fval(th, ops[1], ins), self.fval(th, ops[2], ins)
+            ca, cb = a.constant(), b.constant()
+            if ca is None or cb is None:
+                raise Unsupported(f"{self.k.file}:{ins.line}: branch on a symbolic float comparison "
+                                  f"(data-dependent control flow) in `{ins.text}`")
+            a, b = ca, cb
+            cmp = cmp.rstrip("u") if cmp not in ("lu", "gu") else cmp[0] + "t"
+        else:
+            a, b = self.ival(th, ops[1], ins, ty), self.ival(th, ops[2], ins, ty)
+            if ty.startswith("u") or ty.startswith("b"):
+                a, b = a & ((1 << _bits(ty)) - 1), b & ((1 << _bits(ty)) - 1)
+        table = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
+                 "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}
+        if cmp not in table:
+            raise Unsupported(f"{self.k.file}:{ins.line}: setp comparison .{cmp}")
+        r = table[cmp]
+        dst = ops[0]
+        if comb:
+            c = bool(self.val(th, ops[3], ins, "pred"))
+            r = {"and": r and c, "or": r or c, "xor": r != c}[comb]
+        if isinstance(dst, Pair):
+            th.regs[dst.first.name] = r
+            th.regs[dst.second.name] = not r
+        else:
+            self.setreg(th, dst, r)
+
+    def _pred(self, th, ins) -> None:
+        op, ops = ins.op, ins.operands
+        v = [bool(self.val(th, o, ins, "pred")) for o in ops[1:]]
+        if op == "and":
+            r = v[0] and v[1]
+        elif op == "or":
+            r = v[0] or v[1]
+        elif op == "xor":
+            r = v[0] != v[1]
+        elif op == "not":
+            r = not v[0]
+        elif op == "mov":
+            r = v[0]
+        else:
+            raise Unsupported(f"{self.k.file}:{ins.line}: predicate op `{ins.opcode}`")
+        self.setreg(th, ops[0], r)
+
+    def _float(self, th, ins) -> None:
+        op, parts, ops = ins.op, ins.parts, ins.operands
+        f = [self.fval(th, o, ins) for o in ops[1:]]
+        if op == "add":
+            r = f[0] + f[1]
+        elif op == "sub":
+            r = f[0] - f[1]
+        elif op == "mul":
+            r = f[0] * f[1]
+        elif op in ("fma", "mad"):
+            r = f[0] * f[1] + f[2]
+        elif op == "div":
+            if f[1].is_zero():
+                raise self._err(th, ins, "division by zero")
+            r = f[0] / f[1]
+        elif op == "rcp":
+            r = Rat.of(1) / f[0]
+        elif op == "neg":
+            r = -f[0]
+        elif op == "abs":
+            c = f[0].constant()
+            if c is None:
+                r = apply("max", f[0], -f[0])
+            else:
+                r = Rat.of(abs(c))
+        elif op == "max":
+            r = apply("max", *f)
+        elif op == "min":
+            r = -apply("max", *[-x for x in f])
+        elif op == "ex2":
+            r = apply("exp", f[0] * LN2)
+        elif op == "lg2":
+            r = apply("log", f[0]) / LN2
+        elif op == "sqrt":
+            r = apply("sqrt", f[0])
+        elif op == "rsqrt":
+            r = Rat.of(1) / apply("sqrt", f[0])
+        else:
+            raise Unsupported(f"{self.k.file}:{ins.line}: float instruction `{ins.opcode}` in `{ins.text}`")
+        self.setreg(th, ops[0], r)
+
+    def _int(self, th, ins) -> None:  # noqa: C901
+        op, parts, ops = ins.op, ins.parts, ins.operands
+        ty = parts[-1]
+        n = _bits(ty)
+        if op in ("not", "neg", "abs", "popc", "clz", "brev"):
+            a = self.ival(th, ops[1], ins, ty)
+            r = {"not": lambda: ~a, "neg": lambda: -a, "abs": lambda: abs(a),
+                 "popc": lambda: bin(a & ((1 << n) - 1)).count("1"),
+                 "clz": lambda: n - (a & ((1 << n) - 1)).bit_length(),
+                 "brev": lambda: int(format(a & ((1 << n) - 1), f"0{n}b")[::-1], 2)}[op]()
+            self.setreg(th, ops[0], _wrap(r, "u32" if op in ("popc", "clz") else ty))
+            return
+        if op == "bfi":
+            a, b = self.ival(th, ops[1], ins, ty), self.ival(th, ops[2], ins, ty)
+            pos, ln = self.ival(th, ops[3], ins, "u32") & 0xFF, self.ival(th, ops[4], ins, "u32") & 0xFF
+            m = ((1 << ln) - 1) << pos
+            self.setreg(th, ops[0], _wrap((b & ~m) | ((a << pos) & m), ty))
+            return
+        if op == "bfe":
+            a = self.ival(th, ops[1], ins, ty)
+            pos, ln = self.ival(th, ops[2], ins, "u32") & 0xFF, self.ival(th, ops[3], ins, "u32") & 0xFF
+            r = (a >> pos) & ((1 << ln) - 1) if ln else 0
+            if _signed(ty) and ln and r >> (ln - 1):
+                r -= 1 << ln
+            self.setreg(th, ops[0], _wrap(r, ty))
+            return
+        a = self.ival(th, ops[1], ins, ty)
+        b = self.ival(th, ops[2], ins, "u32" if op in ("shl", "shr") else ty)
+        if op in ("add", "sub"):
+            r = a + b if op == "add" else a - b
+            dt = ty
+        elif op in ("mul", "mad", "mul24", "mad24"):
+            mode = parts[1] if len(parts) > 2 else "lo"
+            prod = a * b
+            if mode == "wide":
+                dt = ty[0] + str(2 * n)
+                r = prod
+            elif mode == "hi":
+                dt = ty
+                r = prod >> n
+            else:
+                dt = ty
+                r = prod
+            if op in ("mad", "mad24"):
+                c = self.ival(th, ops[3], ins, dt)
+                r = r + c
+        elif op in ("div", "rem"):
+            if b == 0:
+                raise self._err(th, ins, "integer division by zero")
+            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+            r = q if op == "div" else a - q * b
+            dt = ty
+        elif op == "min":
+            r, dt = min(a, b), ty
+        elif op == "max":
+            r, dt = max(a, b), ty
+        elif op == "and":
+            r, dt = a & b, ty
+        elif op == "or":
+            r, dt = a | b, ty
+        elif op == "xor":
+            r, dt = a ^ b, ty
+        elif op == "shl":
+            r, dt = (a << b) if b < n else 0, ty
+        elif op == "shr":
+            if _signed(ty):
+                r = a >> min(b, n)
+            else:
+                r = (a & ((1 << n) - 1)) >> b if b < n else 0
+            dt = ty
+        else:
+            raise Unsupported(f"{self.k.file}:{ins.line}: integer instruction `{ins.opcode}` in `{ins.text}`")
+        self.setreg(th, ops[0], _wrap(r, dt))
+
+    def _mem(self, th, ins) -> None:
+        parts, ops = ins.parts, ins.operands
+        space = "generic"
+        for s in ("global", "shared", "param", "local", "const"):
+            if s in parts:
+                space = s
+        ty = parts[-1]
+        width = _bits(ty) // 8 if ty != "pred" else 1
+        vec = 1
+        for p in parts:
+            if p in ("v2", "v4", "v8"):
+                vec = int(p[1:])
+        if ins.op in ("ld", "ldu"):
+            dst, m = ops[0], ops[1]
+        else:
+            m, dst = ops[0], ops[1]
+        if not isinstance(m, Mem):
+            raise self._err(th, ins, "expected a memory operand")
+        if space == "param":
+            if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.param_values:
+                raise self._err(th, ins, "bad parameter access")
+            self.setreg(th, dst, _wrap(self.param_values[m.base.name], ty))
+            return
+        addr = self.address(th, m, ins)
+        if addr % width:
+            raise self._err(th, ins, f"misaligned {width}-byte access at {addr:#x}")
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        if len(dsts) != vec:
+            raise self._err(th, ins, f"vector width {vec} with {len(dsts)} operands")
+        if ins.op in ("ld", "ldu"):
+            for i, d in enumerate(dsts):
+                v = self.load(th, ins, space, addr + i * width, width, ty)
+                if isinstance(v, int) and not isinstance(v, bool) and ty not in FLOAT_TYPES:
+                    v = _wrap(v, ty)
+                elif isinstance(v, int) and ty in FLOAT_TYPES:
+                    v = float_of_bits(v, _bits(ty))
+                self.setreg(th, d, v)
+        else:
+            for i, d in enumerate(dsts):
+                if isinstance(d, FImm):
+                    v = float_of_bits(d.bits, d.width)
+                else:
+                    v = self.val(th, d, ins, ty)
+                    if isinstance(v, bool):
+                        raise self._err(th, ins, "store of a predicate")
+                    if isinstance(v, int):
+                        v = _wrap(v, ty) if ty not in FLOAT_TYPES else float_of_bits(v, _bits(ty))
+                self.store(th, ins, space, addr + i * width, width, v)
+
+
+def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0)) -> Result:
+    return CTA(kernel, grid, block, params, cta).run()
