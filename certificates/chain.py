@@ -15,6 +15,7 @@ renamed by order of first appearance, so equal keys mean the same statement.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Iterable
 
@@ -49,9 +50,48 @@ def subgraph(g: Graph, name: str, nodes: list[Node], outputs: list[str], extra: 
                  {t: n for n in nodes for t in n.outputs}, {n.name: i for i, n in enumerate(nodes)})
 
 
-def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None,
-               outputs: Relation) -> tuple[Graph, Graph, Relation, Relation]:
-    """The local graphs and relations of one step (``node`` None: an expectation on ``outputs``)."""
+# Ops that only move or copy elements: an integer result lies within its inputs' ranges.
+MOVES = {"clone", "alias", "detach", "lift_fresh_copy", "contiguous", "_to_copy", "view", "_unsafe_view",
+         "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "slice", "select", "cat",
+         "split", "split_with_sizes", "chunk", "narrow", "wait_tensor", "all_gather_into_tensor",
+         "broadcast", "all_to_all_single", "send_recv"}
+
+
+def integer_ranges(g: Graph) -> dict[str, tuple[int, int]]:
+    """Sound value intervals ``[lo, hi)`` of integer tensors, from the declared input ranges.
+
+    Forward interval arithmetic over the ops that move or shift indices; a tensor made by
+    any other op gets no range (and a step that needs to enumerate it fails).
+    """
+    rng = {t: g.tensors[t].range for t in g.inputs if g.tensors[t].range}
+    rng.update({t: (0, 2) for t in g.tensors if g.tensors[t].dtype == "bool"})
+    for n in g.nodes:
+        ins = [rng.get(t) for t in n.inputs if t is not None]
+        name = n.target.split(".")[1] if "." in n.target else n.target
+        out = None
+        if name in MOVES and ins and all(ins):
+            out = (min(r[0] for r in ins), max(r[1] for r in ins))
+        elif name in ("add", "sub") and len(ins) == 1 and ins[0] and isinstance(n.attrs.get("other"), int) \
+                and n.attrs.get("alpha", 1) == 1:
+            c = n.attrs["other"] if name == "add" else -n.attrs["other"]
+            out = (ins[0][0] + c, ins[0][1] + c)
+        elif name == "masked_fill" and ins and ins[0] and isinstance(n.attrs.get("value"), int):
+            v = n.attrs["value"]
+            out = (min(ins[0][0], v), max(ins[0][1], v + 1))
+        elif name == "where" and len(ins) == 3 and ins[1] and ins[2]:
+            out = (min(ins[1][0], ins[2][0]), max(ins[1][1], ins[2][1]))
+        for t in n.outputs:
+            if out and g.tensors[t].is_int and t not in rng:
+                rng[t] = out
+    return rng
+
+
+def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None, outputs: Relation,
+               ranges: dict[str, tuple[int, int]] | None = None) -> tuple[Graph, Graph, Relation, Relation]:
+    """The local graphs and relations of one step (``node`` None: an expectation on ``outputs``).
+
+    Integer inputs of the cone without a declared range get their interval from ``ranges``.
+    """
     if node is None:
         ins = list(outputs)
         local_spec = subgraph(spec, "expectation", [], ins, ins)
@@ -70,6 +110,10 @@ def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None,
         # free and computed, so the hypotheses naming it are left out (weaker, still sound).
         rin = {t: [e for e in es if not set(terms.refs(e)) & inside] for t, es in rin.items()}
     local_impl = subgraph(impl, f"cone of {local_spec.name}", nodes, targets, frontier)
+    for t in local_impl.inputs:
+        tensor = local_impl.tensors[t]
+        if tensor.is_int and tensor.range is None and ranges and t in ranges:
+            local_impl.tensors[t] = dataclasses.replace(tensor, range=ranges[t])
     return local_spec, local_impl, rin, outputs
 
 
@@ -108,11 +152,12 @@ class Chain:
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
         self.spec, self.impl, self.limits = spec, impl, limits
+        self.ranges = integer_ranges(impl)
         self.cache: dict[str, list[Outcome]] = {}
         self.reused = 0
 
     def prove(self, rel: Relation, node: Node | None, outputs: Relation) -> list[Outcome]:
-        ls, li, rin, rout = obligation(self.spec, self.impl, rel, node, outputs)
+        ls, li, rin, rout = obligation(self.spec, self.impl, rel, node, outputs, self.ranges)
         unusable = [t for t, es in rin.items() if not es]
         if unusable:
             why = f"no relation of input '{unusable[0]}' can be used: each names a tensor the cone recomputes"

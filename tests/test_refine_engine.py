@@ -177,24 +177,34 @@ def test_frontier_tensor_recomputed_by_a_collective_in_the_cone(per_op_cert, tmp
     assert not ok and "cone recomputes" in detail, detail
 
 
-def test_integer_tensor_without_range_is_not_enumerated_partially():
-    """An intermediate index tensor (here `local = idx - 2`) has no declared range: its local
-    obligation must not be checked on a guessed range, so the step fails instead of passing."""
+def _lookup_case(index_op: str, lo: int, hi: int) -> Case:
+    """Embedding rows picked by an intermediate index tensor L = index_op(I)."""
     from verifier.ir import GraphBuilder
 
-    s = GraphBuilder("lookup")
-    s.input("E", [4, 2], "parameter")
-    s.input("I", [2], "index", dtype="int64", range=(2, 4))
-    s.node("aten.sub.Tensor", ["I"], "L", other=2)
-    s.node("aten.embedding.default", ["E", "L"], "Y")
-    s.output("Y")
-    g = GraphBuilder("lookup_impl", 1)
-    g.input("e", [4, 2], "parameter")
-    g.input("i", [2], "index", dtype="int64", range=(2, 4))
-    g.node("aten.sub.Tensor", ["i"], "l", other=2)
-    g.node("aten.embedding.default", ["e", "l"], "y")
-    g.output("y")
-    inf = infer(case_of(s, g, {"E": ["e"], "I": ["i"]}, {"Y": ["y"]}))
+    graphs = []
+    for name, (e, i, l, y) in (("lookup", ("E", "I", "L", "Y")), ("lookup_impl", ("e", "i", "l", "y"))):
+        g = GraphBuilder(name)
+        g.input(e, [4, 2], "parameter")
+        g.input(i, [2], "index", dtype="int64", range=(lo, hi))
+        if index_op == "sub":
+            g.node("aten.sub.Tensor", [i], l, other=2)
+        else:
+            g.node("aten.mul.Tensor", [i, i], l)
+        g.node("aten.embedding.default", [e, l], y)
+        g.output(y)
+        graphs.append(g)
+    return case_of(*graphs, {"E": ["e"], "I": ["i"]}, {"Y": ["y"]})
+
+
+def test_intermediate_index_gets_its_interval_from_the_input_range():
+    """L = I - 2 with I in [2, 4): the step of the lookup enumerates l over [0, 2)."""
+    inf = infer(_lookup_case("sub", 2, 4))
+    assert inf.verified, inf.failure and inf.failure.message
+
+
+def test_integer_tensor_without_range_is_not_enumerated_partially():
+    """L = I * I has no interval rule: its step fails rather than being checked on a guess."""
+    inf = infer(_lookup_case("mul", 0, 2))
     assert not inf.verified and inf.failure.node.name == "n1"
     assert "no declared range" in " ".join(sum(inf.failure.tried.values(), []))
 
