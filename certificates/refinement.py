@@ -21,7 +21,7 @@ from . import terms
 from .errors import LimitExceeded, Malformed, Unsupported
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
-from .poly import Rat
+from .poly import Rat, substitute
 from .solve import Verdict, decide
 
 Relation = dict[str, list[terms.Term]]
@@ -190,8 +190,8 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
             if t.is_int:
                 vals = [int(Rat.of(x).value(point.__getitem__)) for x in v.ravel()]
                 out[n] = np.array(vals, dtype=bool if t.dtype == "bool" else np.int64).reshape(v.shape)
-            elif v.size and isinstance(v.flat[0], Rat):
-                out[n] = v
+            elif v.size and isinstance(v.flat[0], Rat):  # real values may depend on integer inputs
+                out[n] = np.frompyfunc(lambda x: substitute(x, point), 1, 1)(v) if point else v
             else:
                 out[n] = v.astype(float)
         return out

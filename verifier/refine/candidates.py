@@ -46,8 +46,13 @@ class Index:
             if rank is not None:
                 self.by_base[stem][rank] = t
 
-    def find(self, want: np.ndarray, region: set[str]) -> list[terms.Term]:
-        """Clean expressions over ``region`` whose value equals ``want``; simplest first."""
+    def find(self, want: np.ndarray, region: set[str], is_int: bool) -> list[terms.Term]:
+        """Clean expressions over ``region`` whose value equals ``want``; simplest first.
+
+        Only tensors of the spec tensor's kind (integer or real, by declared dtype) are
+        used: the checker rejects relations that mix the two.
+        """
+        region = {t for t in region if self.impl.tensors[t].is_int == is_int}
         out: list[terms.Term] = []
         for t, v in self._bases(region, want.size):
             if v.shape == want.shape:

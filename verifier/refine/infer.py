@@ -20,7 +20,7 @@ from certificates.chain import Chain
 from certificates.errors import Unsupported
 from certificates.graph import Graph, Node
 from certificates.limits import Limits
-from certificates.refinement import Outcome, Relation
+from certificates.refinement import Outcome, Relation, parse_relation
 
 from .. import direct
 from ..case import Case
@@ -109,7 +109,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
         reach, explored = region.grow(frontier)
-        found = {o: index.find(s_vals[o], reach) for o in v.outputs}
+        found = {o: index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
         tried = {o: [str(c) for c in cs] for o, cs in found.items()}
         if all(found.values()):
             try:
@@ -136,6 +136,9 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
                                       found_for, {out.spec: [out.expr]})
                 break
             inf.outcomes.append(out)
+    # What the certificate will carry must pass the checker's own relation rules.
+    parse_relation({t: [str(e) for e in es] for t, es in rel.items()}, r.spec, r.impl,
+                   f"{case.name}: inferred relation", False, limits)
     inf.obligations, inf.reused = len(prover.cache), prover.reused
     inf.seconds = time.monotonic() - start
     return inf
