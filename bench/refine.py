@@ -69,6 +69,12 @@ def main() -> int:
             runs += [(f"megatron-core GPTModel 1 layer TP{w}, fwd+bwd", mcore, w) for w in (2, 4, 8)]
         except ImportError:
             print("megatron-core not installed: its workloads are skipped")
+        try:
+            import transformers  # noqa: F401
+            from examples.cases.hf_llama_tp import make_case as hf_llama
+            runs += [(f"transformers Llama 1 layer, DTensor TP{w}, fwd+bwd", hf_llama, w) for w in (2, 4)]
+        except ImportError:
+            print("transformers not installed: its workloads are skipped")
     h = Harness("pvcert refinement: per-operator inference (time), capture and replay (note)")
     h.header()
     for name, make, *a in runs:
