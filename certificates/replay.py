@@ -138,9 +138,11 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
             raise Malformed(where, f"evidence relation redefines spec input '{t}'")
     rel = {**rin, **found}
     steps = _field(evidence, "steps", list, where)
+    if not all(isinstance(s, str) for s in steps):
+        raise Malformed(where, "evidence steps must be spec operator names")
     by_name = {n.name: n for n in spec.nodes}
-    if sorted(map(str, steps)) != sorted(by_name):
-        missing = sorted(set(by_name) - set(map(str, steps)))
+    if sorted(steps) != sorted(by_name):
+        missing = sorted(set(by_name) - set(steps))
         raise Rejected(f"steps do not list every spec operator exactly once"
                        f"{': missing ' + repr(missing[0]) if missing else ''}")
     known, prover, outcomes = set(spec.inputs), chain.Chain(spec, impl, limits), []
