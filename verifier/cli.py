@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
 
 from certificates import cli as checker_cli
@@ -49,7 +50,7 @@ def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
     from . import certificate
     from .refine import infer, report
 
-    inf = infer(case, seed=args.seed, limits=limits)
+    inf = infer(case, seed=args.seed, limits=limits, progress=_progress() if sys.stderr.isatty() else None)
     r = inf.prepared
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
           f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), per-operator")
@@ -72,6 +73,20 @@ def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
     print(f"VERIFIED {case.name}: {len(inf.steps)} operators, {inf.obligations} distinct obligations "
           f"({inf.reused} reused) ({inf.seconds:.2f} s)")
     return ACCEPT
+
+
+def _progress():
+    """A progress line on the terminal, redrawn at most every half second."""
+    last = [0.0]
+
+    def show(done: int, total: int, op: str) -> None:
+        now = time.monotonic()
+        if now - last[0] > 0.5:
+            last[0] = now
+            print(f"\r  operator {done + 1}/{total}: {op[:50]:50s}", end="", file=sys.stderr, flush=True)
+        if done + 1 == total:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+    return show
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

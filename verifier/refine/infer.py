@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable
 
 from certificates import terms
 from certificates.chain import Chain
@@ -93,7 +94,9 @@ class Region:
         return self._close(region, work)
 
 
-def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
+def infer(case: Case, seed: int = 0, limits: Limits | None = None,
+          progress: Callable[[int, int, str], None] | None = None) -> Inference:
+    """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step."""
     limits = limits or Limits()
     start = time.monotonic()
     r = direct.prepare(case, limits)
@@ -105,7 +108,9 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None) -> Inference:
         return inf
     index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), Chain(r.spec, r.impl, limits)
     rel = inf.relation
-    for v in r.spec.nodes:
+    for k, v in enumerate(r.spec.nodes):
+        if progress:
+            progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
         reach, explored = region.grow(frontier)
