@@ -890,5 +890,17 @@ class CTA:
                 self.store(th, ins, space, addr + i * width, width, v)
 
 
+UNMODELLED = {"wmma", "mma", "ldmatrix"}
+
+
+def static_check(kernel: Kernel) -> None:
+    """Reject, before running anything, instructions the executor does not model."""
+    for ins in kernel.instrs:
+        if ins.op in UNMODELLED:
+            raise Unsupported(f"{kernel.file}:{ins.line}: tensor-core instruction `{ins.opcode}` "
+                              f"is not modelled yet in `{ins.text}`")
+
+
 def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0)) -> Result:
+    static_check(kernel)
     return CTA(kernel, grid, block, params, cta).run()

@@ -1,0 +1,116 @@
+"""Kernel equivalence (issue 5): symbolically execute CTA ``check_cta`` of a reference
+and an optimized PTX kernel, reject races and deadlocks, then decide every output
+element equal over the reals with ``certificates.solve.decide``.
+
+Verdicts: ``equivalent`` | ``racy`` | ``deadlock`` | ``not-equivalent`` | ``unknown``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from certificates.errors import Unsupported
+from certificates.solve import decide
+
+from .exec import DeadlockError, RaceError, run_cta, static_check
+from .ptx import parse_file
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
+
+
+@dataclass
+class Report:
+    verdict: str
+    kernel: str | None = None          # side that is racy / deadlocked / unsupported
+    message: str = ""
+    race: object = None
+    deadlock: object = None
+    mismatch: dict | None = None       # first differing output element
+    elements: int = 0
+    methods: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.verdict}: {self.message}" if self.message else self.verdict
+
+
+def _side(spec: dict, base: Path):
+    mod = parse_file(base / spec["ptx"])
+    return mod.kernel(spec.get("entry"))
+
+
+def check_pair(entry: dict, base: Path = CORPUS, block_override: dict | None = None) -> Report:
+    """Check one ``pairs.json`` entry. ``block_override`` is unused by the corpus tests."""
+    seconds: dict = {}
+    cta = tuple(entry.get("check_cta", [0, 0, 0]))
+    results = {}
+    kernels = {}
+    for side in ("reference", "optimized"):
+        try:
+            kernels[side] = _side(entry[side], base)
+            static_check(kernels[side])
+        except Unsupported as e:
+            return Report("unsupported", side, str(e), seconds=seconds)
+    for side in ("reference", "optimized"):
+        spec = entry[side]
+        t0 = time.perf_counter()
+        try:
+            k = kernels[side]
+            results[side] = run_cta(k, spec["grid"], spec["block"], entry["params"], cta)
+        except RaceError as e:
+            return Report("racy", side, str(e), race=e.race, seconds=seconds)
+        except DeadlockError as e:
+            return Report("deadlock", side, str(e), deadlock=e.deadlock, seconds=seconds)
+        except Unsupported as e:
+            return Report("unsupported", side, str(e), seconds=seconds)
+        seconds[side] = time.perf_counter() - t0
+    return compare(results["reference"].outputs, results["optimized"].outputs, seconds)
+
+
+def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
+    seconds = dict(seconds or {})
+    t0 = time.perf_counter()
+    methods: dict[str, int] = {}
+    for key in sorted(set(ref) | set(opt)):
+        if key not in opt or key not in ref:
+            who = "optimized" if key not in opt else "reference"
+            seconds["decide"] = time.perf_counter() - t0
+            return Report("not-equivalent", None,
+                          f"{key[0]}[{key[1]}] is not written by the {who} kernel",
+                          mismatch={"element": key}, seconds=seconds)
+    unknown = None
+    for key in sorted(ref):
+        v = decide(ref[key], opt[key])
+        methods[v.method] = methods.get(v.method, 0) + 1
+        if v.holds is False:
+            seconds["decide"] = time.perf_counter() - t0
+            return Report("not-equivalent", None,
+                          f"{key[0]}[{key[1]}] differs: reference {v.values[0]:.6g} vs optimized "
+                          f"{v.values[1]:.6g} at {_short(v.witness)}",
+                          mismatch={"element": key, "witness": v.witness, "values": v.values,
+                                    "reference": str(ref[key]), "optimized": str(opt[key])},
+                          elements=len(ref), methods=methods, seconds=seconds)
+        if v.holds is None and unknown is None:
+            unknown = key
+    seconds["decide"] = time.perf_counter() - t0
+    if unknown is not None:
+        return Report("unknown", None, f"{unknown[0]}[{unknown[1]}]: could not decide",
+                      elements=len(ref), methods=methods, seconds=seconds)
+    return Report("equivalent", None, f"{len(ref)} output elements equal over the reals",
+                  elements=len(ref), methods=methods, seconds=seconds)
+
+
+def _short(w: dict | None, n: int = 6) -> str:
+    if not w:
+        return "{}"
+    items = sorted(w.items())
+    s = ", ".join(f"{k}={v:g}" for k, v in items[:n])
+    return "{" + s + (f", ... ({len(items)} inputs)" if len(items) > n else "") + "}"
+
+
+def load_pairs(base: Path = CORPUS) -> dict[str, dict]:
+    data = json.loads((base / "pairs.json").read_text())
+    return {p["name"]: p for p in data["pairs"]}
