@@ -74,12 +74,14 @@ class Race:
     address: int
     first: Access
     second: Access
+    where: str = ""      # symbolic location, e.g. "sdata+4" or "C[17]"
 
     def describe(self, kernel: str = "") -> str:
         def one(a: Access) -> str:
             return (f"thread {a.tid} {'writes' if a.write else 'reads'} at instruction {a.index} "
                     f"(line {a.line}: `{a.text}`)")
-        return (f"data race{' in ' + kernel if kernel else ''} on {self.space} address {self.address:#x}: "
+        loc = f" ({self.where})" if self.where else ""
+        return (f"data race{' in ' + kernel if kernel else ''} on {self.space} address {self.address:#x}{loc}: "
                 f"{one(self.first)}; {one(self.second)}; no barrier orders them")
 
 
@@ -337,15 +339,29 @@ class CTA:
                 sh = self.shadow[key] = _Shadow()
             w = sh.w
             if w is not None and w.tid != th.lin and vc[w.tid] <= w.clock:
-                raise RaceError(Race(space, a, w, me), self.k.name)
+                raise RaceError(Race(space, a, w, me, self.where(space, a)), self.k.name)
             if write:
                 for r in sh.r.values():
                     if r.tid != th.lin and vc[r.tid] <= r.clock:
-                        raise RaceError(Race(space, a, r, me), self.k.name)
+                        raise RaceError(Race(space, a, r, me, self.where(space, a)), self.k.name)
                 sh.w = me
                 sh.r = {}
             else:
                 sh.r[th.lin] = me
+
+    def where(self, space: str, addr: int) -> str:
+        """Symbolic name of a byte address: ``var+offset`` (shared) or ``tensor[i]`` (global)."""
+        if space == "shared":
+            best = None
+            for name, a in self.sym_addr.items():
+                if a <= addr and (best is None or a > best[1]):
+                    best = (name, a)
+            return f"{best[0]}+{addr - best[1]}" if best else ""
+        for t in self.tensors:
+            if t.base <= addr < t.base + GLOBAL_STRIDE:
+                off = addr - t.base
+                return f"{t.name}[{off // t.esize}]" + (f"+{off % t.esize}" if off % t.esize else "")
+        return ""
 
     def _tensor(self, addr: int, th, ins) -> tuple[Tensor, int]:
         for t in self.tensors:
@@ -376,7 +392,8 @@ class CTA:
             t, i = self._tensor(addr, th, ins)
             if width != t.esize:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to {t.dtype} tensor {t.name}")
-            self._record("global", addr, width, th, ins, False)
+            if t.role == "output":  # inputs are never written (a store to one is an error)
+                self._record("global", addr, width, th, ins, False)
             if addr in self.gmem:
                 return self.gmem[addr][0]
             if t.role == "output":
@@ -475,8 +492,9 @@ class CTA:
                 members = [lane for lane in range(32) if mask >> lane & 1 and w * 32 + lane < self.n]
                 if t.lane not in members:
                     raise KernelError(f"{self.k.file}: thread {t.lin}: lane not in its own member mask {mask:#x}")
+                same_pc = t.wait[0] != "wsync"   # shfl/vote: every lane at the same instruction
                 if not all(lane in lanes and lanes[lane].wait[0] == t.wait[0] and lanes[lane].wait[1] == mask
-                           for lane in members):
+                           and (not same_pc or lanes[lane].pc == t.pc) for lane in members):
                     continue
                 group = [lanes[lane] for lane in members]
                 if t.wait[0] == "shfl":
@@ -554,7 +572,7 @@ class CTA:
             votes[t.lin] = bool(v) != neg
         for t in group:
             ins = self.k.instrs[t.pc]
-            mode = ins.parts[1]
+            mode = next((p for p in ins.parts[1:] if p in ("all", "any", "uni", "ballot")), "?")
             vals = [votes[g.lin] for g in group]
             if mode == "all":
                 r = all(vals)
@@ -589,6 +607,16 @@ class CTA:
                 if bool(p) == g[1]:
                     th.pc += 1
                     continue
+            fast = ins.cache.get("fast", _UNSET)
+            if fast is _UNSET:
+                fast = ins.cache["fast"] = _compile(ins)
+            if fast is not None:
+                try:
+                    fast(regs)
+                    th.pc += 1
+                    continue
+                except _Fallback:
+                    pass
             self._step(th, ins)
 
     def _step(self, th: Thread, ins: Instr) -> None:  # noqa: C901 - one dispatch
@@ -889,6 +917,167 @@ class CTA:
                         v = _wrap(v, ty) if ty not in FLOAT_TYPES else float_of_bits(v, _bits(ty))
                 self.store(th, ins, space, addr + i * width, width, v)
 
+
+# ----------------------------------------------------------------------------- fast paths
+#
+# Register-to-register instructions compiled to closures over the register dict. A
+# closure either completes (no other state touched) or raises _Fallback before writing
+# anything, and the general interpreter (_step) then executes the instruction itself
+# (and reports any error precisely). Memory, control and collective instructions always
+# take the general path.
+
+
+class _Fallback(Exception):
+    pass
+
+
+_UNSET = object()
+_FB = _Fallback()
+
+
+def _reader(o, float_ok: bool):
+    """A function regs -> value for a register/immediate operand, or None."""
+    if isinstance(o, Reg):
+        name = o.name
+        if float_ok:
+            def rd(regs):
+                v = regs.get(name)
+                if type(v) is not Rat:
+                    raise _FB
+                return v
+        else:
+            def rd(regs):
+                v = regs.get(name)
+                if type(v) is not int:
+                    raise _FB
+                return v
+        return rd
+    if isinstance(o, Imm) and not float_ok:
+        c = o.value
+        return lambda regs: c
+    if isinstance(o, FImm) and float_ok:
+        try:
+            c = float_of_bits(o.bits, o.width)
+        except Unsupported:
+            return None
+        return lambda regs: c
+    return None
+
+
+def _compile(ins: Instr):  # noqa: C901
+    if ins.op in ("ld", "st", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote", "setp", "selp",
+                  "cvt", "cvta", "mov", "wmma", "mma", "ldmatrix", "membar", "fence", "ldu"):
+        if ins.op != "mov" and ins.op != "cvta":
+            return None
+    ops = ins.operands
+    if not ops or not isinstance(ops[0], Reg):
+        return None
+    dst = ops[0].name
+    ty = ins.parts[-1]
+    op = ins.op
+    if ty in FLOAT_TYPES and ty != "f64":
+        if op == "mov" and len(ops) == 2:
+            rd = _reader(ops[1], True)
+            if rd is None:
+                return None
+
+            def f(regs):
+                regs[dst] = rd(regs)
+            return f
+        rds = [_reader(o, True) for o in ops[1:]]
+        if any(r is None for r in rds):
+            return None
+        if op == "add" and len(rds) == 2:
+            a, b = rds
+            def f(regs):
+                regs[dst] = a(regs) + b(regs)
+        elif op == "sub" and len(rds) == 2:
+            a, b = rds
+            def f(regs):
+                regs[dst] = a(regs) - b(regs)
+        elif op == "mul" and len(rds) == 2:
+            a, b = rds
+            def f(regs):
+                regs[dst] = a(regs) * b(regs)
+        elif op in ("fma", "mad") and len(rds) == 3:
+            a, b, c = rds
+            def f(regs):
+                regs[dst] = a(regs) * b(regs) + c(regs)
+        else:
+            return None
+        return f
+    if ty in FLOAT_TYPES or ty == "pred" or ty not in _INT_TYPES:
+        return None
+    rds = [_reader(o, False) for o in ops[1:]]
+    if any(r is None for r in rds):
+        return None
+    mode = ins.parts[1] if len(ins.parts) > 2 else "lo"
+    wrap_t = ty
+    if op in ("mov", "cvta") and len(rds) == 1:
+        a, = rds
+        def g(regs):
+            return a(regs)
+    elif op == "add" and len(rds) == 2:
+        a, b = rds
+        def g(regs):
+            return a(regs) + b(regs)
+    elif op == "sub" and len(rds) == 2:
+        a, b = rds
+        def g(regs):
+            return a(regs) - b(regs)
+    elif op == "and" and len(rds) == 2:
+        a, b = rds
+        def g(regs):
+            return a(regs) & b(regs)
+    elif op == "or" and len(rds) == 2:
+        a, b = rds
+        def g(regs):
+            return a(regs) | b(regs)
+    elif op == "shl" and len(rds) == 2:
+        a, b = rds
+        n = _bits(ty)
+        def g(regs):
+            k = b(regs) & 0xFFFFFFFF
+            return a(regs) << k if k < n else 0
+    elif op in ("mul", "mad") and mode in ("lo", "wide") and len(rds) == (2 if op == "mul" else 3):
+        if mode == "wide":
+            wrap_t = ty[0] + str(2 * _bits(ty))
+        w0 = ty
+        a, b = rds[0], rds[1]
+        c = rds[2] if op == "mad" else None
+        def g(regs):
+            r = _wrap(a(regs), w0) * _wrap(b(regs), w0)
+            if c is not None:
+                r += c(regs)
+            return r
+    else:
+        return None
+    if op not in ("mul", "mad"):
+        inner = g
+
+        def g(regs, inner=inner, w0=ty):  # operands are read as values of the source type
+            return inner(_WrapRegs(regs, w0))
+    wt = wrap_t
+
+    def f(regs):
+        regs[dst] = _wrap(g(regs), wt)
+    return f
+
+
+class _WrapRegs:
+    """Register view that canonicalizes integer reads to the instruction's type."""
+
+    __slots__ = ("regs", "t")
+
+    def __init__(self, regs, t):
+        self.regs, self.t = regs, t
+
+    def get(self, name):
+        v = self.regs.get(name)
+        return _wrap(v, self.t) if type(v) is int else v
+
+
+_INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 
 UNMODELLED = {"wmma", "mma", "ldmatrix"}
 
