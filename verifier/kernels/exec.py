@@ -183,6 +183,16 @@ def float_of_bits(bits: int, width: int) -> Rat:
 FLOAT_TYPES = {"f16", "f32", "f64", "bf16"}
 
 
+class Packed(tuple):
+    """Two 16-bit values packed in one 32-bit register or word (low half first)."""
+
+
+MODELLED_MMA = {"ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16",
+                "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}
+
+
 class Thread:
     __slots__ = ("tid", "lin", "warp", "lane", "pc", "regs", "state", "wait", "vc")
 
@@ -382,14 +392,26 @@ class CTA:
                 raise self._err(th, ins, f"shared access out of bounds at {addr:#x}")
             self._record("shared", addr, width, th, ins, False)
             ent = self.smem.get(addr)
+            if ent is None and width == 4 and (addr + 2) in self.smem:
+                ent = (None, 2)
             if ent is None:  # never written: an unknown value (a later write may still race)
                 return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+            if ent[1] == 2 and width == 4:  # two 16-bit values read as one packed 32-bit word
+                halves = []
+                for a in (addr, addr + 2):
+                    e = self.smem.get(a)
+                    if e is not None and e[1] != 2:
+                        raise Unsupported(f"{self.k.file}:{ins.line}: mixed-width load in `{ins.text}`")
+                    halves.append(e[0] if e else Rat.var(f"shared@uninit[{a - SHARED_BASE:#x}]"))
+                return Packed(halves)
             if ent[1] != width:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte load of a {ent[1]}-byte value "
                                   f"(partial-word type punning) in `{ins.text}`")
             return ent[0]
         if space == "global":
             t, i = self._tensor(addr, th, ins)
+            if width == 4 and t.esize == 2 and t.role == "input":  # two f16 elements as one word
+                return Packed([self.load(th, ins, "global", addr, 2, ty), self.load(th, ins, "global", addr + 2, 2, ty)])
             if width != t.esize:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to {t.dtype} tensor {t.name}")
             if t.role == "output":  # inputs are never written (a store to one is an error)
@@ -414,6 +436,13 @@ class CTA:
                     if a != addr or e[1] != width:
                         if e[1] != width or a != addr:
                             del self.smem[a]
+            if isinstance(value, Packed):
+                if width != 4:
+                    raise Unsupported(f"{self.k.file}:{ins.line}: packed pair stored as {width} bytes")
+                self.smem.pop(addr, None)
+                self.smem[addr] = (value[0], 2)
+                self.smem[addr + 2] = (value[1], 2)
+                return
             self.smem[addr] = (value, width)
             return
         if space == "global":
@@ -480,7 +509,7 @@ class CTA:
         # warp-level: bar.warp.sync / shfl / vote
         warps: dict[int, list[Thread]] = {}
         for t in self.threads:
-            if t.state == "block" and t.wait[0] in ("wsync", "shfl", "vote"):
+            if t.state == "block" and t.wait[0] in ("wsync", "shfl", "vote", "mma", "ldmatrix"):
                 warps.setdefault(t.warp, []).append(t)
         for w, ts in warps.items():
             lanes = {t.lane: t for t in ts}
@@ -501,6 +530,10 @@ class CTA:
                     self._shfl(group)
                 elif t.wait[0] == "vote":
                     self._vote(group)
+                elif t.wait[0] == "ldmatrix":
+                    self._ldmatrix(group)
+                elif t.wait[0] == "mma":
+                    self._mma(group)
                 self._sync(group)
                 for g in group:
                     g.state, g.wait = "run", None
@@ -561,6 +594,76 @@ class CTA:
                 t.regs[dst.second.name] = ok
             else:
                 t.regs[dst.name] = v
+
+    def _ldmatrix(self, group: list[Thread]) -> None:
+        """ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 (PTX ISA fragment layout).
+
+        Matrix i has its 8 rows (16 bytes each) at the addresses given by lanes 8i..8i+7.
+        Lane l receives, in destination register i, the halves (row l/4, cols 2(l%4), +1)
+        or, with .trans, (rows 2(l%4), +1; col l/4).
+        """
+        if len(group) != 32:
+            raise KernelError(f"{self.k.file}: ldmatrix needs a full warp")
+        ins = self.k.instrs[group[0].pc]
+        trans = "trans" in ins.parts
+        nmat = int(next(p for p in ins.parts if p in ("x1", "x2", "x4"))[1:])
+        dsts = ins.operands[0].items
+        rows = [self.address(t, ins.operands[1], ins) for t in group]
+        out = {}
+        for t in group:
+            lane, regs = t.lane, []
+            for i in range(nmat):
+                if trans:
+                    addrs = [rows[8 * i + 2 * (lane % 4)] + 2 * (lane // 4),
+                             rows[8 * i + 2 * (lane % 4) + 1] + 2 * (lane // 4)]
+                else:
+                    base = rows[8 * i + lane // 4] + 4 * (lane % 4)
+                    addrs = [base, base + 2]
+                regs.append(Packed([self.load(t, ins, "shared", a, 2, "b16") for a in addrs]))
+            out[t.lin] = regs
+        for t in group:
+            for d, v in zip(dsts, out[t.lin]):
+                t.regs[d.name] = v
+
+    def _mma(self, group: list[Thread]) -> None:
+        """mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 over the reals (PTX ISA layout:
+        groupID g = lane/4, t = lane%4; A a0..a7: (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..),
+        (g+8, 2t+8..); B b0..b3: (2t..2t+1, g), (2t+8.., g); C/D c0..c3: (g, 2t..2t+1), (g+8, ..))."""
+        if len(group) != 32:
+            raise KernelError(f"{self.k.file}: mma.sync needs a full warp")
+        ins = self.k.instrs[group[0].pc]
+        d_ops, a_ops, b_ops, c_ops = (o.items for o in ins.operands)
+        A = [[None] * 16 for _ in range(16)]
+        B = [[None] * 8 for _ in range(16)]
+        C = [[None] * 8 for _ in range(16)]
+
+        def halves(t, o):
+            v = self.val(t, o, ins)
+            if not isinstance(v, Packed):
+                raise Unsupported(f"{self.k.file}:{ins.line}: mma operand {o.name} is not a packed f16 pair")
+            return v
+
+        for t in group:
+            g, q = t.lane // 4, t.lane % 4
+            for r, (row, col) in enumerate(((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
+                lo, hi = halves(t, a_ops[r])
+                A[row][col], A[row][col + 1] = lo, hi
+            for r, krow in enumerate((2 * q, 2 * q + 8)):
+                lo, hi = halves(t, b_ops[r])
+                B[krow][g], B[krow + 1][g] = lo, hi
+            for r, (row, col) in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
+                C[row][col] = self.fval(t, c_ops[r], ins)
+        D = [[None] * 8 for _ in range(16)]
+        for i in range(16):
+            for j in range(8):
+                acc = C[i][j]
+                for k in range(16):
+                    acc = acc + A[i][k] * B[k][j]
+                D[i][j] = acc
+        for t in group:
+            g, q = t.lane // 4, t.lane % 4
+            for r, (row, col) in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
+                t.regs[d_ops[r].name] = D[row][col]
 
     def _vote(self, group: list[Thread]) -> None:
         votes = {}
@@ -650,6 +753,9 @@ class CTA:
         if op == "vote":
             mask = self.ival(th, ops[-1], ins, "b32") & 0xFFFFFFFF if "sync" in parts else 0xFFFFFFFF
             th.state, th.wait = "block", ("vote", mask)
+            return
+        if op in ("mma", "ldmatrix") and ins.opcode in MODELLED_MMA:
+            th.state, th.wait = "block", (op, 0xFFFFFFFF)
             return
         if op in ("wmma", "mma", "ldmatrix"):
             raise Unsupported(f"{self.k.file}:{ins.line}: tensor-core instruction `{ins.opcode}` "
@@ -1085,7 +1191,7 @@ UNMODELLED = {"wmma", "mma", "ldmatrix"}
 def static_check(kernel: Kernel) -> None:
     """Reject, before running anything, instructions the executor does not model."""
     for ins in kernel.instrs:
-        if ins.op in UNMODELLED:
+        if ins.op in UNMODELLED and ins.opcode not in MODELLED_MMA:
             raise Unsupported(f"{kernel.file}:{ins.line}: tensor-core instruction `{ins.opcode}` "
                               f"is not modelled yet in `{ins.text}`")
 
