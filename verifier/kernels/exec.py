@@ -509,7 +509,7 @@ class CTA:
         # warp-level: bar.warp.sync / shfl / vote
         warps: dict[int, list[Thread]] = {}
         for t in self.threads:
-            if t.state == "block" and t.wait[0] in ("wsync", "shfl", "vote", "mma", "ldmatrix"):
+            if t.state == "block" and t.wait[0] in ("wsync", "shfl", "vote", "mma", "ldmatrix", "wmma"):
                 warps.setdefault(t.warp, []).append(t)
         for w, ts in warps.items():
             lanes = {t.lane: t for t in ts}
@@ -534,6 +534,8 @@ class CTA:
                     self._ldmatrix(group)
                 elif t.wait[0] == "mma":
                     self._mma(group)
+                elif t.wait[0] == "wmma":
+                    self._wmma(group)
                 self._sync(group)
                 for g in group:
                     g.state, g.wait = "run", None
@@ -665,6 +667,74 @@ class CTA:
             for r, (row, col) in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
                 t.regs[d_ops[r].name] = D[row][col]
 
+    def _wmma(self, group: list[Thread]) -> None:
+        """WMMA m16n16k16 as warp-collective matrix operations.
+
+        Fragment layouts are unspecified by PTX; any consistent one is sound for kernels
+        that only load, multiply, fill uniformly and store fragments. Ours: element e of
+        the row-major 16x16 matrix is in lane e // 8, register e % 8 (f32 accumulators);
+        f16 fragments (8 registers of two halves per lane, 512 halves for 256 elements)
+        hold element e in lanes e // 16 and 16 + e // 16, register (e % 16) // 2. Every lane must pass the same address and stride.
+        """
+        if len(group) != 32:
+            raise KernelError(f"{self.k.file}: wmma needs a full warp")
+        ins = self.k.instrs[group[0].pc]
+        parts = ins.parts
+        kind = parts[1]
+        if kind in ("load", "store"):
+            mem, stride_o = (ins.operands[1], ins.operands[2]) if kind == "load" else (ins.operands[0], ins.operands[2])
+            addrs = {self.address(t, mem, ins) for t in group}
+            strides = {self.ival(t, stride_o, ins, "u32") for t in group}
+            if len(addrs) != 1 or len(strides) != 1:
+                raise self._err(group[0], ins, "wmma lanes disagree on address or stride")
+            base, stride = addrs.pop(), strides.pop()
+            col = "col" in parts
+            frag = ins.operands[0].items if kind == "load" else ins.operands[1].items
+            if kind == "load":
+                if parts[2] not in ("a", "b") or parts[-1] != "f16":
+                    raise Unsupported(f"{self.k.file}:{ins.line}: `{ins.opcode}`")
+                vals = {}
+                for e in range(256):
+                    i, j = divmod(e, 16)
+                    off = (j * stride + i) if col else (i * stride + j)
+                    for t in (group[e // 16], group[16 + e // 16]):   # both copies read it
+                        vals[e] = self.load(t, ins, "shared", base + 2 * off, 2, "f16")
+                for t in group:
+                    for r, d in enumerate(frag):
+                        e = (t.lane % 16) * 16 + 2 * r
+                        t.regs[d.name] = Packed([vals[e], vals[e + 1]])
+            else:
+                if parts[2] != "d" or parts[-1] != "f32":
+                    raise Unsupported(f"{self.k.file}:{ins.line}: `{ins.opcode}`")
+                for t in group:
+                    for r, src in enumerate(frag):
+                        e = t.lane * 8 + r
+                        i, j = divmod(e, 16)
+                        off = (j * stride + i) if col else (i * stride + j)
+                        self.store(t, ins, "shared", base + 4 * off, 4, self.fval(t, src, ins))
+            return
+        if kind != "mma" or "m16n16k16" not in parts or parts[-2:] != ["f32", "f32"]:
+            raise Unsupported(f"{self.k.file}:{ins.line}: `{ins.opcode}`")
+        d_ops, a_ops, b_ops, c_ops = (o.items for o in ins.operands)
+        A, B, C = {}, {}, {}
+        for t in group:
+            for r in range(8):
+                for name, ops_, M in (("a", a_ops, A), ("b", b_ops, B)):
+                    v = self.val(t, ops_[r], ins)
+                    if not isinstance(v, Packed):
+                        raise Unsupported(f"{self.k.file}:{ins.line}: wmma {name} fragment register is not f16 data")
+                    e = (t.lane % 16) * 16 + 2 * r
+                    M[e], M[e + 1] = v[0], v[1]
+                C[t.lane * 8 + r] = self.fval(t, c_ops[r], ins)
+        for t in group:
+            for r in range(8):
+                e = t.lane * 8 + r
+                i, j = divmod(e, 16)
+                acc = C[e]
+                for k in range(16):
+                    acc = acc + A[i * 16 + k] * B[k * 16 + j]
+                t.regs[d_ops[r].name] = acc
+
     def _vote(self, group: list[Thread]) -> None:
         votes = {}
         for t in group:
@@ -756,6 +826,9 @@ class CTA:
             return
         if op in ("mma", "ldmatrix") and ins.opcode in MODELLED_MMA:
             th.state, th.wait = "block", (op, 0xFFFFFFFF)
+            return
+        if op == "wmma" and _wmma_ok(ins):
+            th.state, th.wait = "block", ("wmma", 0xFFFFFFFF)
             return
         if op in ("wmma", "mma", "ldmatrix"):
             raise Unsupported(f"{self.k.file}:{ins.line}: tensor-core instruction `{ins.opcode}` "
@@ -1188,10 +1261,21 @@ _INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16",
 UNMODELLED = {"wmma", "mma", "ldmatrix"}
 
 
+def _wmma_ok(ins: Instr) -> bool:
+    p = ins.parts
+    if "m16n16k16" not in p or "sync" not in p or "aligned" not in p:
+        return False
+    if p[1] == "load":
+        return p[2] in ("a", "b") and p[-1] == "f16" and "shared" in p
+    if p[1] == "store":
+        return p[2] == "d" and p[-1] == "f32" and "shared" in p
+    return p[1] == "mma" and p[-2:] == ["f32", "f32"]
+
+
 def static_check(kernel: Kernel) -> None:
     """Reject, before running anything, instructions the executor does not model."""
     for ins in kernel.instrs:
-        if ins.op in UNMODELLED and ins.opcode not in MODELLED_MMA:
+        if ins.op in UNMODELLED and ins.opcode not in MODELLED_MMA and not (ins.op == "wmma" and _wmma_ok(ins)):
             raise Unsupported(f"{kernel.file}:{ins.line}: tensor-core instruction `{ins.opcode}` "
                               f"is not modelled yet in `{ins.text}`")
 
