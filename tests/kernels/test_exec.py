@@ -135,3 +135,29 @@ def test_out_of_bounds_and_unsupported():
         run("\tmov.b32 %r5, %f1;\n\tadd.s32 %r6, %r5, 1;\n", threads=1)
     with pytest.raises(Unsupported, match="symbolic float comparison"):
         run("\tsetp.gt.f32 %p1, %f1, 0f00000000;\n", threads=1)
+
+
+def test_named_barrier_with_thread_count():
+    # warp 0 alone uses barrier 1 (32 threads); warp 1 never touches it
+    body = ("\tsetp.gt.u32 %p1, %r1, 31;\n\t@%p1 bra $L_END;\n"
+            "\tst.shared.f32 [%r4], %f1;\n\tbar.sync 1, 32;\n"
+            "\txor.b32 %r6, %r3, 4;\n\tadd.s32 %r7, %r2, %r6;\n\tld.shared.f32 %f2, [%r7];\n"
+            "\tst.global.f32 [%rd7], %f2;\n$L_END:\n")
+    out = run(body, threads=64)
+    assert out[("y", 0)].equals(x(1)) and len(out) == 32
+
+
+def test_vote_ballot_and_all():
+    body = ("\tsetp.lt.u32 %p1, %r1, 3;\n\tvote.sync.ballot.b32 %r5, %p1, -1;\n"
+            "\tvote.sync.all.pred %p2, %p1, -1;\n\tselp.b32 %r6, 100, 0, %p2;\n\tadd.s32 %r7, %r5, %r6;\n"
+            "\tcvt.rn.f32.u32 %f2, %r7;\n\tst.global.f32 [%rd7], %f2;\n")
+    out = run(body, threads=32)
+    assert out[("y", 5)].constant() == 7
+
+
+def test_shfl_lanes_at_different_instructions_do_not_meet():
+    body = ("\tmov.b32 %r5, %f1;\n\tsetp.eq.s32 %p1, %r1, 0;\n\t@%p1 bra $L_A;\n"
+            "\tshfl.sync.bfly.b32 %r6|%p2, %r5, 1, 31, -1;\n\tbra.uni $L_END;\n"
+            "$L_A:\n\tshfl.sync.bfly.b32 %r6|%p2, %r5, 1, 31, -1;\n$L_END:\n")
+    with pytest.raises(DeadlockError, match="shfl"):
+        run(body, threads=32)
