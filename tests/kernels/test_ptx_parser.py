@@ -122,3 +122,36 @@ def test_missing_headers_and_braces():
         parse(HEAD + ".visible .entry k()\n{\n\tret;\n", "h.ptx")
     with pytest.raises(Unsupported, match="h.ptx:5"):
         parse(HEAD + ".func f()\n{\n\tret;\n}\n", "h.ptx")
+
+
+def test_operand_count_checked():
+    with pytest.raises(Malformed, match=r"bad.ptx:11: `add.s32` takes 3 operands, got 2"):
+        parse(_kernel("\tadd.s32 %r1, %r2;\n"), "bad.ptx")
+    with pytest.raises(Malformed, match="memory"):
+        parse(_kernel("\tld.shared.u32 %r1, %r2;\n"), "bad.ptx")
+
+
+def test_mutated_corpus_never_crashes():
+    """Random one-character edits of the reduction kernels: parse + execute either work
+    or fail with a one-line pvcert error (never a Python exception)."""
+    import random
+
+    from certificates.errors import CheckError
+    from verifier.kernels.exec import run_cta
+
+    rng = random.Random(7)
+    files = sorted(PTX.glob("reduce[1-8]*.ptx"))
+    params = [{"name": "x", "role": "input", "dtype": "f32", "shape": [512]},
+              {"name": "out", "role": "output", "dtype": "f32", "shape": [2]}]
+    for _ in range(60):
+        f = rng.choice(files)
+        lines = f.read_text().split("\n")
+        i = rng.randrange(len(lines))
+        if not lines[i].strip():
+            continue
+        j = rng.randrange(len(lines[i]))
+        lines[i] = lines[i][:j] + rng.choice("%{}[]+;,.@!0123456789abxrp ") + lines[i][j + 1:]
+        try:
+            run_cta(parse("\n".join(lines), f.name).kernel(), [2, 1, 1], [64, 1, 1], params)
+        except CheckError as e:
+            assert "\n" not in str(e)

@@ -790,7 +790,12 @@ class CTA:
                     continue
                 except _Fallback:
                     pass
-            self._step(th, ins)
+            try:
+                self._step(th, ins)
+            except CheckError:
+                raise
+            except (IndexError, KeyError, AttributeError, TypeError, ValueError, ZeroDivisionError) as e:
+                raise self._err(th, ins, f"cannot execute ({type(e).__name__}: {e})") from None
 
     def _step(self, th: Thread, ins: Instr) -> None:  # noqa: C901 - one dispatch
         op, parts, ops = ins.op, ins.parts, ins.operands

@@ -576,6 +576,34 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     return Instr(opcode, operands, guard, ctx.line, " ".join(text.split()), index)
 
 
+_ARITY = {
+    **{op: (3, 3) for op in ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min",
+                             "max", "copysign", "mul24")},
+    **{op: (4, 4) for op in ("mad", "fma", "selp", "bfe", "mad24", "slct")},
+    **{op: (2, 2) for op in ("neg", "not", "abs", "mov", "cvt", "cvta", "ex2", "lg2", "sqrt", "rsqrt",
+                             "rcp", "popc", "clz", "brev", "ld", "st", "ldu", "testp")},
+    "bfi": (5, 5), "setp": (3, 4), "bra": (1, 1), "ret": (0, 0), "exit": (0, 0), "shfl": (4, 5),
+    "vote": (2, 3), "prmt": (4, 4), "lop3": (5, 5),
+}
+
+
+def _check_arity(ins: Instr, file: str) -> None:
+    if ins.op in ("bar", "barrier"):
+        lo, hi = (1, 1) if "warp" in ins.parts else (0, 2)
+    elif ins.op in _ARITY:
+        lo, hi = _ARITY[ins.op]
+    else:
+        return
+    if not lo <= len(ins.operands) <= hi:
+        want = str(lo) if lo == hi else f"{lo}-{hi}"
+        raise Malformed(f"{file}:{ins.line}", f"`{ins.opcode}` takes {want} operands, got "
+                        f"{len(ins.operands)} in `{ins.text}`")
+    if ins.op in ("ld", "ldu") and not isinstance(ins.operands[1], Mem):
+        raise Malformed(f"{file}:{ins.line}", f"`{ins.opcode}` needs a [memory] source in `{ins.text}`")
+    if ins.op == "st" and not isinstance(ins.operands[0], Mem):
+        raise Malformed(f"{file}:{ins.line}", f"`{ins.opcode}` needs a [memory] destination in `{ins.text}`")
+
+
 def _resolve(k: Kernel) -> None:
     """Check labels, registers and symbols referenced by instructions."""
     params = {p.name for p in k.params}
@@ -604,6 +632,7 @@ def _resolve(k: Kernel) -> None:
             check(ins, o.second)
 
     for ins in k.instrs:
+        _check_arity(ins, k.file)
         if ins.guard and ins.guard[0] not in k.regs:
             raise err(ins, f"undeclared predicate {ins.guard[0]}")
         if ins.op == "bra" and (len(ins.operands) != 1 or not isinstance(ins.operands[0], Sym)):
