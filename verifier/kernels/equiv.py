@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from certificates.errors import Unsupported
+from certificates.poly import Poly, Rat
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -83,7 +84,7 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
                           mismatch={"element": key}, seconds=seconds)
     unknown = None
     for key in sorted(ref):
-        v = decide(ref[key], opt[key])
+        v = decide(shift(ref[key]), shift(opt[key]))
         methods[v.method] = methods.get(v.method, 0) + 1
         if v.holds is False:
             seconds["decide"] = time.perf_counter() - t0
@@ -101,6 +102,33 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
                       elements=len(ref), methods=methods, seconds=seconds)
     return Report("equivalent", None, f"{len(ref)} output elements equal over the reals",
                   elements=len(ref), methods=methods, seconds=seconds)
+
+
+def shift(x):
+    """``x`` with numerator and denominator multiplied by one ``exp(-e)``: equal over the
+    reals (``exp`` never vanishes), and a canonical representative for softmax-like
+    quotients ``sum_j exp(s_j - M) v_j / sum_j exp(s_j - M)`` whatever the shift ``M``.
+
+    ``e`` is the exponent of the denominator term that is least after dropping every
+    exponent monomial containing a ``max`` atom (a running or sentinel maximum). Two
+    kernels that differ only in the maximum they subtract (``flash_attention`` starts
+    from ``-1e30``) then get identical denominators and the normal-form comparison is
+    linear instead of a quadratic cross-multiplication.
+    """
+    if not isinstance(x, Rat) or x.d.constant() is not None:
+        return x
+    terms = list(x.d.t)
+    if not all(e for _, e in terms):
+        return x
+
+    def rank(term):
+        mono, expo = term
+        kept = [(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])]
+        return (str(kept), str(mono), str(expo))
+
+    _, e = min(terms, key=rank)
+    f = Poly({((), Poly(dict(e)).scale(-1).key()): 1})
+    return Rat(x.n.mul(f), x.d.mul(f))
 
 
 def _short(w: dict | None, n: int = 6) -> str:
