@@ -147,3 +147,23 @@ def test_unmodelled_tensor_core_shape_rejected_up_front(tmp_path):
     assert (r.verdict, r.kernel) == ("unsupported", "optimized"), str(r)
     assert "mma.sync.aligned.m16n8k8" in r.message and "hgemm_mma.ptx:" in r.message
     assert not r.seconds              # rejected before anything was executed
+
+
+def test_exp_shift_is_an_identity_and_canonical():
+    from certificates.poly import Rat, apply
+    from verifier.kernels.equiv import shift
+
+    s = [Rat.var(f"s{j}") for j in range(3)]
+    v = [Rat.var(f"v{j}") for j in range(3)]
+
+    def softmax_sum(m):
+        num = sum((apply("exp", s[j] - m) * v[j] for j in range(3)), Rat.of(0))
+        den = sum((apply("exp", s[j] - m) for j in range(3)), Rat.of(0))
+        return num / den
+
+    a = softmax_sum(apply("max", *s))
+    b = softmax_sum(apply("max", Rat.of(-10**30), *s))      # sentinel-started running max
+    assert shift(a).equals(a) and shift(b).equals(b)          # same value over the reals
+    assert shift(a).d.key() == shift(b).d.key()               # canonical: linear comparison
+    assert shift(a).equals(shift(b))
+    assert shift(v[0] + 1) is not None and shift(v[0] + 1).equals(v[0] + 1)
