@@ -9,7 +9,7 @@ import time
 import traceback
 
 from certificates import cli as checker_cli
-from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError
+from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
 from certificates.limits import Limits
 
 
@@ -89,6 +89,35 @@ def _progress():
     return show
 
 
+def cmd_kernels(args: argparse.Namespace) -> int:
+    """Kernel equivalence (engine only for now: no certificate yet) on a corpus's pairs.json."""
+    from pathlib import Path
+
+    from .kernels.equiv import check_pair, load_pairs
+
+    base = Path(args.corpus)
+    try:
+        pairs = load_pairs(base)
+    except (OSError, ValueError, KeyError) as e:
+        raise Malformed(str(base / "pairs.json"), f"cannot read the pairs: {e}") from None
+    names = args.names or sorted(pairs)
+    unknown = [n for n in names if n not in pairs]
+    if unknown:
+        raise Malformed(str(base / "pairs.json"), f"no pair named '{unknown[0]}'")
+    ok = True
+    for name in names:
+        t0 = time.monotonic()
+        report = check_pair(pairs[name], base)
+        expected = (pairs[name].get("expected") or {}).get("verdict")
+        ok &= report.verdict == expected if args.check_expected else report.verdict == "equivalent"
+        side = f" ({report.kernel})" if report.kernel else ""
+        print(f"{name:40s} {report.verdict + side:28s} {time.monotonic() - t0:7.2f} s"
+              f"{'' if expected in (None, report.verdict) else f'  (expected {expected})'}")
+        if report.verdict != "equivalent" or args.verbose:
+            print(f"    {report.message}")
+    return ACCEPT if ok else REJECT
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from .ir import load_graph
 
@@ -136,13 +165,20 @@ def parser() -> argparse.ArgumentParser:
     g = sub.add_parser("validate", help="validate graph IR files")
     g.add_argument("graphs", nargs="+")
     g.set_defaults(run=cmd_validate)
+    k = sub.add_parser("kernels", help="check reference/optimized PTX kernel pairs (CTA 0; no certificate yet)")
+    k.add_argument("names", nargs="*", help="pair names (default: every pair)")
+    k.add_argument("--corpus", default="examples/kernels", help="folder with pairs.json and the PTX")
+    k.add_argument("--check-expected", action="store_true",
+                   help="exit 0 iff every verdict is the one pairs.json expects (else: iff all equivalent)")
+    k.add_argument("--verbose", action="store_true", help="print the message of every pair")
+    k.set_defaults(run=cmd_kernels)
     o = sub.add_parser("ops", help="list the operator registry")
     o.set_defaults(run=cmd_ops)
     b = sub.add_parser("bench", help="run the benchmarks; prints a table and writes JSON")
     b.add_argument("--quick", action="store_true", help="small sizes only (as in CI)")
     b.add_argument("--json", default="bench/results/foundation.json", help="where to write results")
     b.set_defaults(run=cmd_bench)
-    for sp in (v, g, o, b):
+    for sp in (v, g, o, b, k):
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
