@@ -161,3 +161,22 @@ def test_shfl_lanes_at_different_instructions_do_not_meet():
             "$L_A:\n\tshfl.sync.bfly.b32 %r6|%p2, %r5, 1, 31, -1;\n$L_END:\n")
     with pytest.raises(DeadlockError, match="shfl"):
         run(body, threads=32)
+
+
+def test_fast_max_matches_the_normal_form():
+    import random
+
+    from verifier.kernels.exec import fast_max
+
+    rng = random.Random(3)
+    pool = [Rat.var(f"m{i}") for i in range(5)] + [Rat.of(2), Rat.var("m0") * 2 - 1]
+    for _ in range(200):
+        args = [rng.choice(pool) for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.5:
+            args[0] = apply("max", *[rng.choice(pool) for _ in range(2)])
+        a, b = fast_max(*args), apply("max", *args)
+        assert str(a) == str(b) and a.equals(b)
+    running = x(0)
+    for i in range(1, 6):
+        running = fast_max(running, x(i))
+    assert str(running) == str(apply("max", *[x(i) for i in range(6)]))

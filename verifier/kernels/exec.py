@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.poly import Rat, apply
+from certificates.poly import ATOMS, Poly, Rat, apply
 
 from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
@@ -181,6 +181,45 @@ def float_of_bits(bits: int, width: int) -> Rat:
 
 
 FLOAT_TYPES = {"f16", "f32", "f64", "bf16"}
+
+
+_STR: dict[int, tuple] = {}
+
+
+def _str(y: Rat) -> str:
+    hit = _STR.get(id(y))
+    if hit is None or hit[0] is not y:
+        hit = _STR[id(y)] = (y, str(y))     # keeps y alive, so its id stays unique
+    return hit[1]
+
+
+def fast_max(*args) -> Rat:
+    """``apply("max", *args)`` with the text of each argument cached (a running maximum
+    over n values would otherwise print every earlier argument again: O(n^2) text).
+    Same flattening, ordering and atom name as ``certificates.poly.apply`` (tested)."""
+    flat: dict[str, Rat] = {}
+    for x in args:
+        x = Rat.of(x)
+        name = _single(x)
+        inner = ATOMS.get(name) if name else None
+        for y in (inner[1] if inner is not None and inner[0] == "max" else (x,)):
+            flat[_str(y)] = y
+    if len(flat) == 1:
+        return next(iter(flat.values()))
+    consts = [y.constant() for y in flat.values()]
+    if all(c is not None for c in consts):
+        return Rat.of(max(consts))
+    keys = sorted(flat)
+    name = f"max({', '.join(keys)})"
+    ATOMS.setdefault(name, ("max", tuple(flat[k] for k in keys)))
+    return Rat(Poly.atom(name))
+
+
+def _single(x: Rat):
+    if x.d.constant() != 1 or len(x.n.t) != 1:
+        return None
+    ((m, e), c), = x.n.t.items()
+    return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
 
 
 class Packed(tuple):
@@ -963,9 +1002,9 @@ class CTA:
             else:
                 r = Rat.of(abs(c))
         elif op == "max":
-            r = apply("max", *f)
+            r = fast_max(*f)
         elif op == "min":
-            r = -apply("max", *[-x for x in f])
+            r = -fast_max(*[-x for x in f])
         elif op == "ex2":
             r = apply("exp", f[0] * LN2)
         elif op == "lg2":
