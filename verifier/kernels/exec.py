@@ -575,7 +575,11 @@ class CTA:
                     self._mma(group)
                 elif t.wait[0] == "wmma":
                     self._wmma(group)
-                self._sync(group)
+                if t.wait[0] == "wsync":
+                    # only bar.warp.sync orders memory among its lanes; shfl/vote/ldmatrix/
+                    # mma/wmma converge the warp but promise no memory ordering, so they
+                    # synchronize nothing here (conservative: a race is never hidden)
+                    self._sync(group)
                 for g in group:
                     g.state, g.wait = "run", None
                     g.pc += 1
