@@ -36,7 +36,7 @@ Both accesses are reported (thread, instruction index and text, address).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
@@ -981,7 +981,7 @@ class CTA:
         self.setreg(th, ops[0], r)
 
     def _float(self, th, ins) -> None:
-        op, parts, ops = ins.op, ins.parts, ins.operands
+        op, ops = ins.op, ins.operands
         f = [self.fval(th, o, ins) for o in ops[1:]]
         if op == "add":
             r = f[0] + f[1]
