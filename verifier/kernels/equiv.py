@@ -142,28 +142,3 @@ def _short(w: dict | None, n: int = 6) -> str:
 def load_pairs(base: Path = CORPUS) -> dict[str, dict]:
     data = json.loads((base / "pairs.json").read_text())
     return {p["name"]: p for p in data["pairs"]}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m verifier.kernels.equiv [pair ...]``: check corpus pairs, one line each.
-    Exit 0 when every verdict matches ``expected.verdict`` (the CLI proper is separate)."""
-    import sys
-
-    pairs = load_pairs()
-    names = (argv if argv is not None else sys.argv[1:]) or list(pairs)
-    ok = True
-    for name in names:
-        if name not in pairs:
-            print(f"{name}: no such pair in {CORPUS / 'pairs.json'}")
-            return 2
-        t0 = time.perf_counter()
-        r = check_pair(pairs[name])
-        want = pairs[name]["expected"]["verdict"]
-        ok &= r.verdict == want
-        side = f" ({r.kernel})" if r.kernel else ""
-        print(f"{name:36s} {r.verdict + side:24s} expected {want:15s} {time.perf_counter() - t0:7.2f}s  {r.message}")
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
