@@ -21,6 +21,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def fail(prog: str, e: CheckError, debug: bool) -> int:
+    """Print a check error as one line (traceback with ``debug``); return its exit code."""
+    if debug:
+        traceback.print_exc()
+    word = {MALFORMED: "MALFORMED", LIMIT: "LIMIT"}.get(e.exit_code, "REJECT")
+    print(f"{prog}: {word}: {e}", file=sys.stderr)
+    return e.exit_code
+
+
 def run(args: argparse.Namespace) -> int:
     """Replay and print one line per claim plus a verdict line; returns the exit code."""
     if args.memory_mb:
@@ -32,11 +41,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = replay(args.certificate, Limits(seconds=args.timeout))
     except CheckError as e:
-        if args.debug:
-            traceback.print_exc()
-        word = {MALFORMED: "MALFORMED", LIMIT: "LIMIT"}.get(e.exit_code, "REJECT")
-        print(f"pvcert replay: {word}: {e}", file=sys.stderr)
-        return e.exit_code
+        return fail("pvcert replay", e, args.debug)
     except MemoryError:
         print(f"pvcert replay: LIMIT: {args.certificate}: memory limit of {args.memory_mb} MiB reached",
               file=sys.stderr)

@@ -1,5 +1,7 @@
+import copy
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -31,3 +33,28 @@ def spec_graph() -> dict:
 def impl_graph() -> dict:
     with open(os.path.join(EXAMPLE, "impl.json")) as f:
         return json.load(f)
+
+
+def mutations(obj, seed: int, count: int, values: list):
+    """Deterministic edits: ``count`` copies of ``obj`` with one leaf replaced, as (path, copy)."""
+    leaves = []
+
+    def walk(x, path):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, path + [k])
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                walk(v, path + [i])
+        else:
+            leaves.append(path)
+
+    walk(obj, [])
+    rng = random.Random(seed)
+    for _ in range(count):
+        c, path = copy.deepcopy(obj), rng.choice(leaves)
+        box = c
+        for k in path[:-1]:
+            box = box[k]
+        box[path[-1]] = rng.choice(values)
+        yield path, c

@@ -11,7 +11,7 @@ import pytest
 from certificates.errors import CheckError, LimitExceeded, Malformed
 from certificates.limits import Limits, canonical_bytes
 from certificates.replay import replay
-from conftest import run_pvcert
+from conftest import mutations, run_pvcert
 
 
 @pytest.fixture(scope="module")
@@ -162,28 +162,9 @@ def test_size_and_time_limits(cert, tmp_path):
 def test_random_mutations_never_crash_or_accept_changed_claims(cert, tmp_path):
     """Deterministic fuzzing of JSON values: every outcome is a clean verdict or error."""
     rng = random.Random(1234)
-    leaves = []
-
-    def walk(x, path):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                walk(v, path + [k])
-        elif isinstance(x, list):
-            for i, v in enumerate(x):
-                walk(v, path + [i])
-        else:
-            leaves.append(path)
-
-    walk(cert, [])
     mutants = [0, -1, 1, 7, 2.5, "", "x@r9", None, [], {}, True, "concat(y@r0, dim=0)"]
     accepted_changes = 0
-    for i in range(120):
-        c = copy.deepcopy(cert)
-        path = rng.choice(leaves)
-        box = c
-        for k in path[:-1]:
-            box = box[k]
-        box[path[-1]] = rng.choice(mutants)
+    for i, (path, c) in enumerate(mutations(cert, 1234, 120, mutants)):
         if rng.random() < 0.5:
             rehash(c)
         code, msg = outcome(write(tmp_path, c, f"m{i}.json"))

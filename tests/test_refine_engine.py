@@ -229,32 +229,11 @@ def test_reuse_never_applies_to_a_different_statement():
 def test_per_operator_certificate_fuzz_never_crashes(per_op_cert, tmp_path):
     """Deterministic random edits of a per-operator certificate: a clean verdict or error, never an
     internal failure, and never an accepted change to the claim or the graphs."""
-    import random
-
     from certificates.errors import CheckError
+    from conftest import mutations
 
-    rng = random.Random(7)
-    leaves = []
-
-    def walk(x, path):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                walk(v, path + [k])
-        elif isinstance(x, list):
-            for i, v in enumerate(x):
-                walk(v, path + [i])
-        else:
-            leaves.append(path)
-
-    walk(per_op_cert, [])
     mutants = [0, -1, 3, 2.5, "", "n9", "y@r0", "sum(p@r0, p@r1)", None, [], {}, True]
-    for i in range(150):
-        c = copy.deepcopy(per_op_cert)
-        path = rng.choice(leaves)
-        box = c
-        for k in path[:-1]:
-            box = box[k]
-        box[path[-1]] = rng.choice(mutants)
+    for i, (path, c) in enumerate(mutations(per_op_cert, 7, 150, mutants)):
         p = tmp_path / f"m{i}.json"
         p.write_text(json.dumps(c))
         try:

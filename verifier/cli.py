@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import traceback
 
 from certificates import cli as checker_cli
 from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
@@ -190,11 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except CheckError as e:
-        if args.debug:
-            traceback.print_exc()
-        word = {MALFORMED: "MALFORMED", LIMIT: "LIMIT"}.get(e.exit_code, "REJECT")
-        print(f"pvcert {args.command}: {word}: {e}", file=sys.stderr)
-        return e.exit_code
+        return checker_cli.fail(f"pvcert {args.command}", e, args.debug)
     except KeyboardInterrupt:
         print(f"pvcert {args.command}: interrupted", file=sys.stderr)
         return LIMIT
