@@ -41,7 +41,7 @@ def test_checker_stays_small():
     code = 0
     for path in checker_files():
         code += sum(1 for line in open(path) if line.strip() and not line.strip().startswith("#"))
-    assert code < 3000, f"certificates/ has {code} lines of code"
+    assert code < 4500, f"certificates/ has {code} lines of code"
 
 
 def test_replay_runs_without_engine_or_torch(tmp_path):
