@@ -25,7 +25,7 @@ from verifier.bench import Harness  # noqa: E402
 def workload(pair: dict):
     def run() -> dict:
         from verifier.kernels.equiv import CORPUS, check_pair
-        from verifier.kernels.ptx import parse_file
+        from certificates.ptx import parse_file
 
         report = check_pair(pair)
         ops = sum(len(parse_file(CORPUS / pair[s]["ptx"]).kernel(pair[s].get("entry")).instrs)

@@ -5,7 +5,7 @@ import pytest
 from certificates.errors import Unsupported
 from certificates.poly import Rat, apply
 from verifier.kernels.exec import DeadlockError, KernelError, RaceError, run_cta
-from verifier.kernels.ptx import parse
+from certificates.ptx import parse
 
 HEAD = """.version 9.0
 .target sm_80

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from certificates.errors import Malformed, Unsupported
-from verifier.kernels.ptx import FImm, Mem, Pair, Reg, Sym, Vec, parse, parse_file
+from certificates.ptx import FImm, Mem, Pair, Reg, Sym, Vec, parse, parse_file
 
 PTX = Path(__file__).resolve().parents[2] / "examples" / "kernels" / "ptx"
 FILES = sorted(PTX.glob("*.ptx"))

@@ -17,7 +17,7 @@ from certificates.poly import Poly, Rat
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
-from .ptx import parse_file
+from certificates.ptx import parse_file
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 

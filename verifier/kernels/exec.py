@@ -42,7 +42,7 @@ from fractions import Fraction
 from certificates.errors import CheckError, Unsupported
 from certificates.poly import ATOMS, Poly, Rat, apply
 
-from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
+from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
 LN2 = apply("log", 2)
 INV_LN2 = Rat.of(1) / LN2

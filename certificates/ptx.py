@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from certificates.errors import Malformed, Unsupported
+from .errors import Malformed, Unsupported
 
 # ----------------------------------------------------------------------------- operands
 
