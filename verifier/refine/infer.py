@@ -95,8 +95,11 @@ class Region:
 
 
 def infer(case: Case, seed: int = 0, limits: Limits | None = None,
-          progress: Callable[[int, int, str], None] | None = None) -> Inference:
-    """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step."""
+          progress: Callable[[int, int, str], None] | None = None, chain: type[Chain] = Chain) -> Inference:
+    """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step.
+
+    ``chain`` proves each step (a subclass may defer the proofs: ``verifier.stages.run``).
+    """
     limits = limits or Limits()
     start = time.monotonic()
     r = direct.prepare(case, limits)
@@ -106,7 +109,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
     except direct.ImplFailed as e:
         inf.failure = Failure(None, str(e), {}, {})
         return inf
-    index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), Chain(r.spec, r.impl, limits)
+    index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), chain(r.spec, r.impl, limits)
     rel = inf.relation
     for k, v in enumerate(r.spec.nodes):
         if progress:

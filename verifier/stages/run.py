@@ -1,0 +1,212 @@
+"""Staged runs: infer by value on the reduced case, then prove every stage class once, in parallel.
+
+1. ``reduce_case`` shrinks the case (``reduce.py``); the checker re-checks that reduction.
+2. The per-operator engine infers the relation with a deferring chain: candidates found by
+   value are accepted for now, so inference needs no solver.
+3. Stages are the local obligations of the chain (one per spec operator, one for the
+   expectations); stages equal modulo renaming (``certificates.chain.key``) form a class
+   and only its first stage, the representative, is proved.
+4. Representatives are discharged in-process (``jobs=1``), in a local process pool, or on
+   a Dask cluster (``executor="dask://HOST:PORT"``).
+5. If a proof fails, the engine's sequential inference (which proves as it goes and drops
+   candidates that fail) runs instead, and its stages are discharged the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from certificates import terms
+from certificates.chain import Chain, integer_ranges, key, obligation
+from certificates.errors import CheckError, Unsupported
+from certificates.graph import Graph, parse_graph
+from certificates.limits import Limits, canonical_bytes
+from certificates.refinement import Outcome, Relation, check
+
+from ..case import Case
+from ..refine import Inference, infer
+from .reduce import Reduction, reduce_case
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+class _Deferred(Chain):
+    """A chain that accepts every candidate now; the stages are proved afterwards."""
+
+    def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
+        return [Outcome(s, str(e)) for s, es in outputs.items() for e in es]
+
+
+@dataclass
+class Stage:
+    op: str | None                      # spec operator; None: the expectations
+    rin: dict[str, list[str]]           # relations of the operator's inputs (or of the expected tensors)
+    rout: dict[str, list[str]]          # the relations it proves
+    key: str = ""                       # sha256 of the canonical obligation
+    rep: int = 0                        # index of the stage that proves this one
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+@dataclass
+class StagedResult:
+    case: Case                          # the full-size case the claim is about
+    reduction: Reduction | None
+    inference: Inference                # on the reduced case
+    stages: list[Stage] = field(default_factory=list)
+    fallback: bool = False              # the sequential engine had to redo inference
+    seconds: dict[str, float] = field(default_factory=dict)
+    failure: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.failure is None and self.inference.verified
+
+    @property
+    def classes(self) -> int:
+        return sum(1 for i, s in enumerate(self.stages) if s.rep == i)
+
+
+def plan(inf: Inference) -> list[Stage]:
+    """The stages of an inference: one per step in order, then the expectations; deduplicated."""
+    r, rel = inf.prepared, inf.relation
+    by_name = {n.name: n for n in r.spec.nodes}
+    text = lambda es: [str(e) for e in es]  # noqa: E731
+    stages = []
+    for name in inf.steps:
+        node = by_name[name]
+        stages.append(Stage(name, {t: text(rel[t]) for t in dict.fromkeys(node.inputs) if t is not None},
+                            {t: text(rel[t]) for t in node.outputs}))
+    stages.append(Stage(None, {t: text(rel[t]) for t in r.expect}, {t: text(es) for t, es in r.expect.items()}))
+    ranges, first = integer_ranges(r.impl), {}
+    for i, st in enumerate(stages):
+        ls, li, rin, rout = obligation(r.spec, r.impl, _parse(st.rin), by_name.get(st.op), _parse(st.rout), ranges)
+        st.key = hashlib.sha256(key(ls, li, rin, rout).encode()).hexdigest()
+        st.rep = first.setdefault(st.key, i)
+    return stages
+
+
+def _parse(rel: dict[str, list[str]]) -> Relation:
+    return {t: [terms.parse(e) for e in es] for t, es in rel.items()}
+
+
+# ---------------------------------------------------------------- discharging one stage (any process)
+
+_GRAPHS: dict[str, tuple[Graph, Graph, dict]] = {}
+
+
+def _graphs(spec: dict, impl: dict) -> tuple[Graph, Graph, dict]:
+    h = hashlib.sha256(canonical_bytes([spec, impl])).hexdigest()
+    if h not in _GRAPHS:
+        s, i = parse_graph(spec, "staged spec"), parse_graph(impl, "staged impl")
+        _GRAPHS.clear()
+        _GRAPHS[h] = (s, i, integer_ranges(i))
+    return _GRAPHS[h]
+
+
+def discharge(graphs: tuple[dict, dict], op: str | None, rin: dict, rout: dict, limits: dict) -> list[tuple]:
+    """Prove one stage; returns ``(spec, expr, elements, methods, failure)`` per equation."""
+    spec, impl, ranges = _graphs(*graphs)
+    node = next((n for n in spec.nodes if n.name == op), None)
+    lim = Limits(**limits)
+    ls, li, hyp, goal = obligation(spec, impl, _parse(rin), node, _parse(rout), ranges)
+    empty = [t for t, es in hyp.items() if not es]
+    try:
+        if empty:
+            raise Unsupported(f"no relation of input '{empty[0]}' can be used: the cone recomputes it")
+        outs = check(ls, li, hyp, goal, lim, strict=False)
+    except CheckError as e:
+        outs = [Outcome(s, str(x), failure=str(e)) for s, xs in goal.items() for x in xs]
+    return [(o.spec, o.expr, o.elements, o.methods, o.failure) for o in outs]
+
+
+_POOL_GRAPHS: tuple[dict, dict] | None = None
+
+
+def _init(graphs: tuple[dict, dict]) -> None:
+    global _POOL_GRAPHS
+    _POOL_GRAPHS = graphs
+
+
+def _pooled(task: tuple) -> list[tuple]:
+    return discharge(_POOL_GRAPHS, *task)
+
+
+def _run(graphs: tuple[dict, dict], tasks: list[tuple], jobs: int, executor: str | None,
+         tell: Callable[[int], None]) -> list[list[tuple]]:
+    """Discharge ``tasks`` in-process, in a local pool, or on a Dask cluster; results in task order."""
+    if executor:
+        if not executor.startswith("dask://"):
+            raise ValueError(f"executor {executor!r}: only dask://HOST:PORT is supported")
+        from distributed import Client, as_completed  # optional extra: pip install 'pvcert[dask]'
+        with Client(executor.replace("dask://", "tcp://"), timeout=30) as client:
+            g = client.scatter(graphs, broadcast=True)
+            futures = [client.submit(discharge, g, *t, pure=False) for t in tasks]
+            for k, _ in enumerate(as_completed(futures)):
+                tell(k + 1)
+            return client.gather(futures)
+    if jobs <= 1 or len(tasks) <= 1:
+        out = []
+        for t in tasks:
+            out.append(discharge(graphs, *t))
+            tell(len(out))
+        return out
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(graphs,)) as pool:
+        out = []
+        for r in pool.map(_pooled, tasks, chunksize=max(1, len(tasks) // (4 * jobs))):
+            out.append(r)
+            tell(len(out))
+        return out
+
+
+def _prove(res: StagedResult, case: Case, jobs: int, executor: str | None, limits: Limits,
+           progress: Progress | None) -> bool:
+    """Plan and discharge the stages of ``res.inference``; True if every representative holds."""
+    res.stages = plan(res.inference)
+    reps = [i for i, s in enumerate(res.stages) if s.rep == i]
+    lim = {f.name: getattr(limits, f.name) for f in dataclasses.fields(limits) if f.name != "start"}
+    tasks = [(res.stages[i].op, res.stages[i].rin, res.stages[i].rout, lim) for i in reps]
+    tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
+    results = _run((case.spec, case.impl), tasks, jobs, executor, tell)
+    for i, outs in zip(reps, results):
+        res.stages[i].outcomes = [Outcome(*o) for o in outs]
+    for st in res.stages:
+        st.outcomes = st.outcomes or [dataclasses.replace(o) for o in res.stages[st.rep].outcomes]
+    bad = next((o for s in res.stages for o in s.outcomes if not o.holds), None)
+    res.failure = bad and f"{bad.spec} = {bad.expr}: {bad.failure}"
+    return bad is None
+
+
+def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
+                  progress: Progress | None = None, limits: Limits | None = None, seed: int = 0) -> StagedResult:
+    """Verify ``case`` stage by stage on its reduced shapes; see the module docstring."""
+    limits = limits or Limits()
+    t0 = time.monotonic()
+    red = reduce_case(case, limits) if reduce else None
+    work = red.case if red else case
+    t1 = time.monotonic()
+    step = (lambda k, n, op: progress("infer", k, n)) if progress else None
+    res = StagedResult(case, red, infer(work, seed, limits, step, chain=_Deferred))
+    t2 = time.monotonic()
+    ok = res.inference.verified and _prove(res, work, jobs, executor, limits, progress)
+    if not ok:  # the sequential engine proves as it goes: it drops failing candidates or reports the bug
+        res.fallback, res.failure, res.stages = True, None, []
+        res.inference = infer(work, seed, limits, step)
+        if res.inference.verified:
+            _prove(res, work, jobs, executor, limits, progress)
+    t3 = time.monotonic()
+    res.seconds = {"reduce": t1 - t0, "infer": t2 - t1, "prove": t3 - t2, "total": t3 - t0}
+    return res
+
+
+def summary(res: StagedResult) -> dict[str, Any]:
+    """Numbers for reports and benchmarks."""
+    red = res.reduction
+    return {"verified": res.verified, "stages": len(res.stages), "classes": res.classes,
+            "fallback": res.fallback, "volume": list(red.volume) if red else None,
+            "reduced_classes": len(red.classes) if red else 0,
+            **{f"{k}_s": round(v, 3) for k, v in res.seconds.items()}}
