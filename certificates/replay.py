@@ -25,6 +25,7 @@ from . import FORMAT, VERSION, chain, refinement
 from .errors import CheckError, Malformed, Unsupported
 from .graph import Graph, parse_graph
 from .limits import Limits, canonical_bytes, load_json, read_bytes
+from .stages import replay_staged
 
 
 @dataclass
@@ -171,6 +172,7 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
 
 
 CLAIMS: dict[str, Callable[..., str]] = {"refinement": replay_refinement}
+CLAIMS["staged-refinement"] = replay_staged
 
 
 def replay(path: str, limits: Limits | None = None) -> list[ClaimResult]:

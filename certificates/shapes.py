@@ -25,13 +25,17 @@ import math
 from dataclasses import dataclass, field
 
 from . import terms
-from .errors import Malformed, Rejected
+from .errors import Malformed
 from .graph import Graph, Node, parse_graph
 from .limits import Limits
 from .ops import _dim
 from .refinement import Relation, parse_relation
 
 Axis = tuple[str, str, int]  # (side "spec" | "impl" | "term", tensor or term path, axis)
+
+
+class Unjustified(Exception):
+    """A claimed reduction that breaks one of the side conditions."""
 
 ELEMENTWISE = set("""add sub rsub mul div maximum lt le gt ge eq ne logical_or logical_and bitwise_or bitwise_and
 neg exp log sqrt rsqrt reciprocal tanh sigmoid silu relu gelu logical_not clone _to_copy pow _softmax _log_softmax
@@ -305,20 +309,20 @@ def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
         if a[0] != "term":
             r, d = C.find(a), div.get(a, 1)
             if real.setdefault(r, d) != d:
-                raise Rejected(f"axis {list(a)} and axis {list(r)} are tied but divided by {d} and {real[r]}")
+                raise Unjustified(f"axis {list(a)} and axis {list(r)} are tied but divided by {d} and {real[r]}")
     full = {a: real.get(C.find(a), 1) for a in C.size}
     for a, d in full.items():
         if d > 1 and (C.size[a] % d or C.size[a] // d < 2):
-            raise Rejected(f"axis {list(a)} of size {C.size[a]} cannot be divided by {d} (needs >= 2 left)")
+            raise Unjustified(f"axis {list(a)} of size {C.size[a]} cannot be divided by {d} (needs >= 2 left)")
         if d > 1 and a in C.pins:
-            raise Rejected(f"axis {list(a)} must keep full size: {C.pins[a]}")
+            raise Unjustified(f"axis {list(a)} must keep full size: {C.pins[a]}")
     for a, v, why in C.scaled:
         if v % full[a]:
-            raise Rejected(f"{why}: {v} is not a multiple of the divisor {full[a]} of axis {list(a)}")
+            raise Unjustified(f"{why}: {v} is not a multiple of the divisor {full[a]} of axis {list(a)}")
     for xs, ys, why in C.groups:
         rx, ry = [v for v in xs if full[v] > 1], [v for v in ys if full[v] > 1]
         if len(rx) > 1 or len(ry) > 1 or len(rx) != len(ry) or rx and full[rx[0]] != full[ry[0]]:
-            raise Rejected(f"{why}: reshape group reduced unevenly ({len(rx)} and {len(ry)} reduced axes)")
+            raise Unjustified(f"{why}: reshape group reduced unevenly ({len(rx)} and {len(ry)} reduced axes)")
     return full
 
 
@@ -384,7 +388,9 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
             v["shape"] = red[t]
         nodes = {n.name: n for n in g.nodes}
         for raw in new["nodes"]:
-            raw["attrs"] = _rescale_attrs(nodes[raw["name"]], g, side, full, red)
+            attrs = _rescale_attrs(nodes[raw["name"]], g, side, full, red)
+            if attrs or "attrs" in raw:
+                raw["attrs"] = attrs
         out[side] = new
     rspec = parse_graph(out["spec"], f"{where}: reduced spec", limits)
     rimpl = parse_graph(out["impl"], f"{where}: reduced impl", limits)

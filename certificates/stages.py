@@ -1,0 +1,106 @@
+"""Replay of a ``staged-refinement`` claim: a refinement of the FULL graphs, proved at reduced shapes.
+
+1. the claimed reduction is re-checked and applied by ``shapes.reduce`` (from the full
+   graphs and the claim's relations); the derived reduced graphs must have the sha256
+   the evidence names;
+2. the stages must be every spec operator once in a topological order, then the
+   expectations; every output of a step must be related;
+3. each stage's local obligation is re-derived from the reduced graphs and relation
+   (``chain.obligation``) and its canonical key recomputed; a stage proved by another
+   must have an equal key, and that other stage must be an earlier representative;
+4. each representative is decided again (``refinement.check``); element counts must match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from . import chain, refinement, replay, shapes
+from .errors import Malformed
+from .limits import Limits, canonical_bytes
+
+
+def _stage(s, i: int, n: int, where: str) -> tuple:
+    w = f"{where}: stage #{i}"
+    if not isinstance(s, dict) or not (s.get("op") is None or isinstance(s.get("op"), str)):
+        raise Malformed(w, "needs 'op' (a spec operator name, or null for the expectations)")
+    by, elements, key = s.get("proved_by"), s.get("elements"), s.get("key")
+    if isinstance(by, bool) or not isinstance(by, int) or not 0 <= by <= i:
+        raise Malformed(w, f"'proved_by' must be the index of this or an earlier stage, not {by!r}")
+    if isinstance(elements, bool) or not isinstance(elements, int) or not isinstance(key, str):
+        raise Malformed(w, "needs an int 'elements' and a string 'key'")
+    return s["op"], by, elements, key
+
+
+def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
+    """Check a staged refinement claim; raises ``replay.Rejected`` with the reason."""
+    spec = replay._graph(arts, claim.get("spec"), where, limits)
+    impl = replay._graph(arts, claim.get("impl"), where, limits)
+    rels = {"input": refinement.parse_relation(claim.get("input_relation"), spec, impl,
+                                               f"{where}: input_relation", True, limits),
+            "output": refinement.parse_relation(claim.get("output_relation"), spec, impl,
+                                                f"{where}: output_relation", False, limits)}
+    unrelated = [t for t in spec.outputs if t not in rels["output"]]
+    if unrelated:
+        raise replay.Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
+    if evidence.get("method") != "staged":
+        raise replay.Rejected(f"evidence method {evidence.get('method')!r} is not 'staged'")
+    classes = replay._field(replay._field(evidence, "reduction", dict, where), "classes", list, where)
+    try:
+        rspec, rimpl, red, out = shapes.reduce(arts[claim["spec"]][1], arts[claim["impl"]][1], spec, impl, rels,
+                                               classes, where, limits)
+    except shapes.Unjustified as e:
+        raise replay.Rejected(f"reduction not justified: {e}") from None
+    hashes = replay._field(evidence, "reduced_sha256", dict, where)
+    for side in ("spec", "impl"):
+        if hashes.get(side) != hashlib.sha256(canonical_bytes(out[side])).hexdigest():
+            raise replay.Rejected(f"the reduced {side} graph derived from the reduction has another sha256")
+    found = refinement.parse_relation(replay._field(evidence, "relation", dict, where), rspec, rimpl,
+                                      f"{where}: evidence relation", False, limits)
+    if set(found) & set(rspec.inputs):
+        raise Malformed(where, "evidence relation redefines a spec input")
+    rel = {**red["input"], **found}
+    raw = replay._field(evidence, "stages", list, where)
+    stages = [_stage(s, i, len(raw), where) for i, s in enumerate(raw)]
+    by_name = {n.name: n for n in rspec.nodes}
+    steps = [op for op, *_ in stages[:-1]]
+    if not stages or stages[-1][0] is not None or sorted(steps) != sorted(by_name):
+        raise replay.Rejected("stages must list every spec operator exactly once, then the expectations (null)")
+    known, ranges = set(rspec.inputs), chain.integer_ranges(rimpl)
+    keys: list[str] = []
+    outcomes: list = []
+    for i, (op, by, elements, digest) in enumerate(stages):
+        node = by_name.get(op)
+        if node is None:
+            goal = red["output"]
+            missing = [t for t in goal if t not in rel]
+        else:
+            missing = [t for t in node.inputs if t is not None and t not in known]
+            known.update(node.outputs)
+            goal = {t: rel[t] for t in node.outputs if t in rel}
+            missing += [t for t in node.outputs if t not in rel]
+        if missing:
+            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): '{missing[0]}' is not related before it")
+        ls, li, rin, rout = chain.obligation(rspec, rimpl, rel, node, goal, ranges)
+        keys.append(hashlib.sha256(chain.key(ls, li, rin, rout).encode()).hexdigest())
+        if keys[i] != digest:
+            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): its key is not the key of its obligation")
+        if by != i:
+            if stages[by][1] != by or keys[by] != keys[i] or stages[by][2] != elements:
+                raise replay.Rejected(f"stage #{i} ({op or 'expectations'}) is not the same obligation as "
+                                      f"stage #{by}, which is said to prove it")
+            continue
+        if any(not es for es in rin.values()):
+            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): an input relation cannot be used")
+        outs = refinement.check(ls, li, rin, rout, limits, strict=False)
+        bad = next((o for o in outs if not o.holds), None)
+        if bad:
+            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): {bad.failure}")
+        if sum(o.elements for o in outs) != elements:
+            raise replay.Rejected(f"stage #{i}: evidence says {elements} elements, replay found "
+                                  f"{sum(o.elements for o in outs)}")
+        outcomes += outs
+    reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
+    return (f"{spec.name} refined by {impl.name} at reduced shapes ({shapes.volume(rspec) + shapes.volume(rimpl)} "
+            f"of {shapes.volume(spec) + shapes.volume(impl)} elements): {len(stages)} stages, {reps} proved, "
+            f"{len(stages) - reps} matched, {replay._summary(outcomes)}")

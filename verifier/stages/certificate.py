@@ -1,0 +1,73 @@
+"""The ``staged-refinement`` certificate of a staged run (format: docs/stages.md).
+
+The claim is about the FULL graphs (embedded as artifacts); the evidence holds the
+reduction (classes of axes with their divisors), the sha256 of the reduced graphs the
+checker will derive, the relation inferred at reduced shapes, and the stages with the
+stage that proves each one and its verdict.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from typing import Any
+
+from certificates import FORMAT, VERSION, terms
+from certificates.limits import canonical_bytes
+
+from .. import __version__
+from ..certificate import artifact
+from .run import StagedResult
+
+
+def _scale_free(text: str) -> bool:
+    """A relation whose text is the same at every size (no offsets, pads or reshape sizes)."""
+    def walk(t: terms.Term) -> bool:
+        return isinstance(t, terms.Ref) or t.fn not in ("slice", "pad", "reshape") and all(map(walk, t.args))
+    return walk(terms.parse(text))
+
+
+def staged_certificate(res: StagedResult) -> dict[str, Any]:
+    """The certificate of a verified staged run."""
+    if not res.verified:
+        raise ValueError("only verified results get a certificate")
+    case, inf = res.case, res.inference
+    r = inf.prepared
+    claimed = dict(case.expect)
+    for t in r.spec.outputs:
+        if t not in claimed:
+            found = [str(e) for e in inf.relation[t]]
+            if res.reduction and not all(map(_scale_free, found)):
+                raise ValueError(f"spec output '{t}' has no expectation and its relation depends on sizes: "
+                                 "add an expectation to the case")
+            claimed[t] = found
+    red = res.reduction
+    evidence = {
+        "method": "staged", "seconds": {k: round(v, 4) for k, v in res.seconds.items()},
+        "reduction": {"classes": red.classes if red else []},
+        "reduced_sha256": {side: hashlib.sha256(canonical_bytes(g)).hexdigest()
+                           for side, g in (("spec", inf.prepared.case.spec), ("impl", inf.prepared.case.impl))},
+        "relation": {t: [str(e) for e in es] for t, es in inf.relation.items() if t not in r.spec.inputs},
+        "stages": [{"op": s.op, "key": s.key, "proved_by": s.rep,
+                    "elements": sum(o.elements for o in s.outcomes),
+                    "methods": _methods(s.outcomes)} for s in res.stages],
+    }
+    return {
+        "format": FORMAT, "version": VERSION,
+        "header": {"tool": "pvcert", "tool_version": __version__, "engine": "staged",
+                   "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
+        "subject": {"artifacts": [artifact("spec", case.spec), artifact("impl", case.impl)]},
+        "claims": [{"id": case.name, "kind": "staged-refinement", "spec": "spec", "impl": "impl",
+                    "input_relation": {k: list(v) for k, v in case.input_relation.items()},
+                    "output_relation": claimed}],
+        "evidence": {case.name: evidence},
+        "verdict": "ACCEPT",
+    }
+
+
+def _methods(outcomes) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for o in outcomes:
+        for m, k in o.methods.items():
+            out[m] = out.get(m, 0) + k
+    return out
