@@ -26,6 +26,7 @@ Axis = shapes.Axis
 class Reduction:
     case: Case                                   # the reduced case
     classes: list[dict]                          # [{"divisor", "full", "reason", "axes"}] (certificate form)
+    kept: list[dict] = field(default_factory=list)                    # classes at full size, same form
     sizes: dict[Axis, tuple[int, int]] = field(default_factory=dict)  # real axis -> (full, reduced)
     volume: tuple[int, int] = (0, 0)             # elements over all tensors, full and reduced
 
@@ -103,5 +104,6 @@ def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
         for t, v in g.tensors.items():
             for k, n in enumerate(v.shape):
                 sizes[(side, t, k)] = (n, rg.tensors[t].shape[k])
-    return Reduction(reduced, listed, sizes,
+    kept = [c for c in classes.values() if c["divisor"] == 1 and c["axes"] and c["full"] > 1]
+    return Reduction(reduced, listed, kept, sizes,
                      (shapes.volume(r.spec) + shapes.volume(r.impl), shapes.volume(rspec) + shapes.volume(rimpl)))

@@ -25,7 +25,7 @@ from certificates import terms
 from certificates.chain import Chain, integer_ranges, key, obligation
 from certificates.errors import CheckError, Unsupported
 from certificates.graph import Graph, parse_graph
-from certificates.limits import Limits, canonical_bytes
+from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation, check
 
 from ..case import Case
@@ -96,21 +96,19 @@ def _parse(rel: dict[str, list[str]]) -> Relation:
 
 # ---------------------------------------------------------------- discharging one stage (any process)
 
-_GRAPHS: dict[str, tuple[Graph, Graph, dict]] = {}
+_PARSED: list = [None, None]  # (graphs value, its parsed graphs and integer ranges): one cache per process
 
 
-def _graphs(spec: dict, impl: dict) -> tuple[Graph, Graph, dict]:
-    h = hashlib.sha256(canonical_bytes([spec, impl])).hexdigest()
-    if h not in _GRAPHS:
-        s, i = parse_graph(spec, "staged spec"), parse_graph(impl, "staged impl")
-        _GRAPHS.clear()
-        _GRAPHS[h] = (s, i, integer_ranges(i))
-    return _GRAPHS[h]
+def _graphs(graphs: tuple[dict, dict]) -> tuple[Graph, Graph, dict]:
+    if _PARSED[0] is not graphs:
+        spec, impl = parse_graph(graphs[0], "staged spec"), parse_graph(graphs[1], "staged impl")
+        _PARSED[:] = [graphs, (spec, impl, integer_ranges(impl))]
+    return _PARSED[1]
 
 
 def discharge(graphs: tuple[dict, dict], op: str | None, rin: dict, rout: dict, limits: dict) -> list[tuple]:
     """Prove one stage; returns ``(spec, expr, elements, methods, failure)`` per equation."""
-    spec, impl, ranges = _graphs(*graphs)
+    spec, impl, ranges = _graphs(graphs)
     node = next((n for n in spec.nodes if n.name == op), None)
     lim = Limits(**limits)
     ls, li, hyp, goal = obligation(spec, impl, _parse(rin), node, _parse(rout), ranges)
