@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import FORMAT, VERSION, chain, refinement
-from .errors import CheckError, Malformed, Unsupported
+from . import FORMAT, VERSION, chain, kernel, refinement
+from .errors import CheckError, Malformed, Rejected, Unsupported
 from .graph import Graph, parse_graph
 from .limits import Limits, canonical_bytes, load_json, read_bytes
 from .stages import replay_staged
@@ -34,10 +34,6 @@ class ClaimResult:
     kind: str
     ok: bool
     detail: str
-
-
-class Rejected(Exception):
-    """A claim that does not hold (or cannot be re-derived); carries the reason."""
 
 
 def _field(obj: Any, key: str, kind, where: str):
@@ -171,7 +167,7 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
             f"{_summary(outcomes)}")
 
 
-CLAIMS: dict[str, Callable[..., str]] = {"refinement": replay_refinement}
+CLAIMS: dict[str, Callable[..., str]] = {"refinement": replay_refinement, "kernel-equivalence": kernel.replay_kernel}
 CLAIMS["staged-refinement"] = replay_staged
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from certificates.errors import Unsupported
-from certificates.poly import Poly, Rat
+from certificates.poly import Poly, Rat, intern_expo
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -33,6 +34,7 @@ class Report:
     elements: int = 0
     methods: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict)   # side -> exec.Result (schedule, witness, outputs)
 
     def __str__(self) -> str:
         return f"{self.verdict}: {self.message}" if self.message else self.verdict
@@ -68,7 +70,9 @@ def check_pair(entry: dict, base: Path = CORPUS, block_override: dict | None = N
         except Unsupported as e:
             return Report("unsupported", side, str(e), seconds=seconds)
         seconds[side] = time.perf_counter() - t0
-    return compare(results["reference"].outputs, results["optimized"].outputs, seconds)
+    report = compare(results["reference"].outputs, results["optimized"].outputs, seconds)
+    report.results = results
+    return report
 
 
 def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
@@ -123,12 +127,20 @@ def shift(x):
 
     def rank(term):
         mono, expo = term
-        kept = [(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])]
-        return (str(kept), str(mono), str(expo))
+        kept, text = _expo_rank(expo)
+        return (kept, str(mono), text)
 
     _, e = min(terms, key=rank)
-    f = Poly({((), Poly(dict(e)).scale(-1).key()): 1})
+    f = Poly({((), intern_expo(Poly(dict(e)).scale(-1).key())): 1})
     return Rat(x.n.mul(f), x.d.mul(f))
+
+
+@lru_cache(maxsize=1 << 14)
+def _expo_rank(expo: tuple) -> tuple[str, str]:
+    """The text of ``expo`` without its ``max`` monomials, and its full text (cached: the
+    outputs of one softmax row share their denominator's exponents)."""
+    kept = [(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])]
+    return str(kept), str(expo)
 
 
 def _short(w: dict | None, n: int = 6) -> str:

@@ -36,7 +36,7 @@ Both accesses are reported (thread, instruction index and text, address).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
@@ -128,6 +128,8 @@ class Result:
     steps: int
     barriers: int
     threads: int
+    schedule: list = field(default_factory=list)   # the events taken (certificates/kernel.py)
+    witness: set = field(default_factory=set)      # ordered conflict classes
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -222,6 +224,17 @@ def _single(x: Rat):
     return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
 
 
+def _ranges(ids: list[int]) -> list[tuple[int, int]]:
+    """Increasing ``ids`` as maximal runs ``(lo, hi)`` of consecutive numbers."""
+    out: list[tuple[int, int]] = []
+    for i in ids:
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
 class Packed(tuple):
     """Two 16-bit values packed in one 32-bit register or word (low half first)."""
 
@@ -233,7 +246,7 @@ MODELLED_MMA = {"ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.align
 
 
 class Thread:
-    __slots__ = ("tid", "lin", "warp", "lane", "pc", "regs", "state", "wait", "vc")
+    __slots__ = ("tid", "lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs")
 
     def __init__(self, lin: int, tid: tuple, ntid: tuple, ctaid: tuple, nctaid: tuple, nthreads: int) -> None:
         self.lin, self.tid = lin, tid
@@ -249,6 +262,7 @@ class Thread:
         self.state = "run"           # run | block | exit
         self.wait = None             # what it is blocked on
         self.vc = [0] * nthreads
+        self.syncs: list[int] = []   # pc of each barrier passed
 
 
 class _Shadow:
@@ -314,6 +328,8 @@ class CTA:
             self.threads.append(Thread(lin, (x, y, z), self.block, self.cta, self.grid, n))
         self.steps = 0
         self.barriers = 0
+        self.schedule: list = []
+        self.witness: set = set()
         self.labels = kernel.labels
 
     # ------------------------------------------------------------------ errors
@@ -387,12 +403,17 @@ class CTA:
             if sh is None:
                 sh = self.shadow[key] = _Shadow()
             w = sh.w
-            if w is not None and w.tid != th.lin and vc[w.tid] <= w.clock:
-                raise RaceError(Race(space, a, w, me, self.where(space, a)), self.k.name)
+            if w is not None and w.tid != th.lin:
+                if vc[w.tid] <= w.clock:
+                    raise RaceError(Race(space, a, w, me, self.where(space, a)), self.k.name)
+                self.witness.add((space, "WAW" if write else "RAW", w.index, me.index,
+                                  self.threads[w.tid].syncs[w.clock]))
             if write:
                 for r in sh.r.values():
-                    if r.tid != th.lin and vc[r.tid] <= r.clock:
-                        raise RaceError(Race(space, a, r, me, self.where(space, a)), self.k.name)
+                    if r.tid != th.lin:
+                        if vc[r.tid] <= r.clock:
+                            raise RaceError(Race(space, a, r, me, self.where(space, a)), self.k.name)
+                        self.witness.add((space, "WAR", r.index, me.index, self.threads[r.tid].syncs[r.clock]))
                 sh.w = me
                 sh.r = {}
             else:
@@ -501,10 +522,12 @@ class CTA:
         instrs = self.k.instrs
         while True:
             progressed = False
-            for th in self.threads:
-                if th.state == "run":
-                    self._run_thread(th, instrs)
-                    progressed = True
+            runnable = [th for th in self.threads if th.state == "run"]
+            for lo, hi in _ranges([th.lin for th in runnable]):
+                self.schedule.append(["run", lo, hi])
+            for th in runnable:
+                self._run_thread(th, instrs)
+                progressed = True
             if self._release():
                 continue
             if progressed and any(t.state == "run" for t in self.threads):
@@ -521,7 +544,7 @@ class CTA:
         for addr, (v, _) in self.gmem.items():
             t, i = self._tensor(addr, self.threads[0], instrs[-1])
             outs[(t.name, i)] = v
-        return Result(outs, self.steps, self.barriers, self.n)
+        return Result(outs, self.steps, self.barriers, self.n, self.schedule, self.witness)
 
     def _release(self) -> bool:
         """Release every barrier / warp collective whose participants all arrived."""
@@ -539,6 +562,7 @@ class CTA:
                 need = self.n
             if len(ts) >= need:
                 group = ts[:need]
+                self.schedule.append(["bar", bid, ts[0].wait[2], [list(r) for r in _ranges([t.lin for t in group])]])
                 self._sync(group)
                 self.barriers += 1
                 for t in group:
@@ -565,6 +589,7 @@ class CTA:
                            and (not same_pc or lanes[lane].pc == t.pc) for lane in members):
                     continue
                 group = [lanes[lane] for lane in members]
+                self.schedule.append(["warp", w, mask])
                 if t.wait[0] == "shfl":
                     self._shfl(group)
                 elif t.wait[0] == "vote":
@@ -592,6 +617,7 @@ class CTA:
         joined = [0] * n
         for t in group:
             t.vc[t.lin] += 1
+            t.syncs.append(t.pc)
             vc = t.vc
             for i in range(n):
                 if vc[i] > joined[i]:

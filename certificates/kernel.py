@@ -1,0 +1,849 @@
+"""The checker's own PTX interpreter: replay one CTA along a certified schedule.
+
+Written apart from the engine's executor (``verifier/kernels/exec.py``); only the
+parser (``ptx.py``) and the normal form (``poly.py``) are shared. Semantics
+(docs/kernels.md): integer and address arithmetic concrete; floats symbolic over the
+reals (rounding ignored, ``cvt`` between float types the identity, ``ex2(y) =
+exp(y * LN2)`` with the f32 constant ``0f3FB8AA3B`` read as ``1 / LN2``); ``max``,
+``sqrt``, ``log`` atoms.
+
+Schedule events (JSON lists), executed in order:
+
+* ``["run", lo, hi]``: threads ``lo..hi`` in turn, each until it blocks or exits;
+* ``["bar", id, count | null, [[lo, hi], ...]]``: release barrier ``id`` for exactly
+  those threads (``count`` of them, all when null), each blocked there;
+* ``["warp", w, mask]``: release the lanes ``mask`` of warp ``w``, all blocked at the
+  same warp collective (``bar.warp.sync`` / ``shfl`` / ``vote`` / ``ldmatrix`` /
+  ``mma`` / ``wmma``); only ``bar.warp.sync`` orders memory.
+
+The schedule must end with every thread exited. Memory: per byte of shared memory and
+of each output tensor, the last write and per thread the last read since; every
+access of another thread to the byte is a conflict, which must be ordered by vector
+clocks (joined at barriers), else it is a race. Each ordered conflict has a class
+``[space, RAW|WAR|WAW, first pc, second pc, pc of the first barrier the first thread
+passed after its access]``; the set of classes is the memory-event witness.
+"""
+
+from __future__ import annotations
+
+import struct
+from fractions import Fraction
+
+from .errors import CheckError, Malformed, Rejected, Unsupported
+from .limits import Limits
+from .poly import Poly, Rat, apply
+from .ptx import FImm, Imm, Kernel, Mem, Pair, Reg, Sym, Vec, parse
+from .solve import decide
+
+LN2 = apply("log", 2)
+INV_LN2 = Rat.of(1) / LN2
+SHARED_BASE, GLOBAL_BASE, GLOBAL_STRIDE = 0x1000, 1 << 40, 1 << 32
+FLOATS = {"f16", "f32", "f64", "bf16"}
+LDMATRIX = {f"ldmatrix.sync.aligned.m8n8.{x}{t}.shared.b16" for x in ("x1", "x2", "x4") for t in ("", ".trans")}
+MMA = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+
+
+class Packed(tuple):
+    """Two 16-bit values in one 32-bit register or word (low half first)."""
+
+
+def bits(t: str) -> int:
+    return 1 if t == "pred" else int("".join(c for c in t if c.isdigit()) or 32)
+
+
+def wrap(v: int, t: str) -> int:
+    n = bits(t)
+    v &= (1 << n) - 1
+    return v - (1 << n) if t[0] == "s" and v >> (n - 1) else v
+
+
+def float_of_bits(b: int, width: int) -> Rat:
+    if width == 32 and b == 0x3FB8AA3B:
+        return INV_LN2
+    fmt = {16: ("<e", "<H", 0xFFFF), 32: ("<f", "<I", 0xFFFFFFFF)}.get(width, ("<d", "<Q", 2**64 - 1))
+    f = struct.unpack(fmt[0], struct.pack(fmt[1], b & fmt[2]))[0]
+    if f != f or f in (float("inf"), float("-inf")):
+        raise Unsupported(f"non-finite float constant {b:#x}")
+    return Rat.of(Fraction(f))
+
+
+def wmma_ok(p: list[str]) -> bool:
+    if "m16n16k16" not in p or "sync" not in p or "aligned" not in p:
+        return False
+    if p[1] == "load":
+        return p[2] in ("a", "b") and p[-1] == "f16" and "shared" in p
+    if p[1] == "store":
+        return p[2] == "d" and p[-1] == "f32" and "shared" in p
+    return p[1] == "mma" and p[-2:] == ["f32", "f32"]
+
+
+class Th:
+    __slots__ = ("lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs")
+
+    def __init__(self, lin: int, block, cta, grid, n: int) -> None:
+        self.lin, self.warp, self.lane, self.pc = lin, lin // 32, lin % 32, 0
+        tid = (lin % block[0], lin // block[0] % block[1], lin // (block[0] * block[1]))
+        self.regs: dict = {"%laneid": self.lane, "%warpid": self.warp, "%WARP_SZ": 32}
+        for pre, vals in (("%tid", tid), ("%ntid", block), ("%ctaid", cta), ("%nctaid", grid)):
+            for c, v in zip("xyz", vals):
+                self.regs[f"{pre}.{c}"] = v
+        self.state, self.wait = "run", None
+        self.vc = [0] * n
+        self.syncs: list[int] = []       # pc of each barrier passed, in order
+
+
+class Replay:
+    """One CTA of ``kernel`` under a launch; ``run(schedule)`` replays it."""
+
+    def __init__(self, k: Kernel, grid, block, params: list[dict], cta, limits: Limits) -> None:
+        self.k, self.limits, self.steps = k, limits, 0
+        if len(params) != len(k.params):
+            raise Rejected(f"{k.name}: {len(k.params)} .param in PTX, {len(params)} bound")
+        self.pv: dict[str, int] = {}
+        self.tensors: list[tuple] = []        # (name, role, esize, numel, base)
+        for i, (kp, p) in enumerate(zip(k.params, params)):
+            if p["role"] == "scalar":
+                self.pv[kp.name] = int(p["value"])
+                continue
+            numel = 1
+            for d in p["shape"]:
+                numel *= int(d)
+            base = GLOBAL_BASE + i * GLOBAL_STRIDE
+            self.tensors.append((p["name"], p["role"], 2 if p["dtype"] in ("f16", "bf16") else 4, numel, base))
+            self.pv[kp.name] = base
+        self.sym: dict[str, int] = {}
+        addr = SHARED_BASE
+        for v in k.vars.values():
+            if v.space == "local":
+                raise Unsupported(f"{k.file}:{v.line}: .local variable {v.name}")
+            if v.space == "shared":
+                addr = (addr + v.align - 1) // v.align * v.align
+                self.sym[v.name] = addr
+                addr += v.size or 48 * 1024
+        self.shared_end = addr
+        self.n = block[0] * block[1] * block[2]
+        if not 0 < self.n <= 1024:
+            raise Rejected(f"{k.name}: block of {self.n} threads")
+        self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
+        self.smem: dict[int, tuple] = {}
+        self.gmem: dict[int, object] = {}
+        self.shadow: dict[tuple, list] = {}   # (space, byte) -> [last write, {tid: last read}]
+        self.witness: set[tuple] = set()
+
+    # -------------------------------------------------------------- schedule
+
+    def run(self, schedule: list) -> dict[str, object]:
+        for i, ev in enumerate(schedule):
+            where = f"schedule event #{i}"
+            if not isinstance(ev, list) or not ev or ev[0] not in ("run", "bar", "warp"):
+                raise Rejected(f"{where}: not a run / bar / warp event")
+            if ev[0] == "run" and len(ev) == 3 and all(type(x) is int for x in ev[1:]) and ev[1] <= ev[2]:
+                for t in range(ev[1], ev[2] + 1):
+                    if not 0 <= t < self.n or self.th[t].state != "run":
+                        raise Rejected(f"{where}: thread {t} is not runnable")
+                    self.thread(self.th[t])
+            elif ev[0] == "bar" and len(ev) == 4:
+                self.bar(ev[1], ev[2], ev[3], where)
+            elif ev[0] == "warp" and len(ev) == 3 and type(ev[1]) is int and type(ev[2]) is int:
+                self.warp_release(ev[1], ev[2], where)
+            else:
+                raise Rejected(f"{where}: malformed {ev[0]} event")
+        left = [t.lin for t in self.th if t.state != "exit"]
+        if left:
+            raise Rejected(f"the schedule ends with thread {left[0]} not exited ({len(left)} in all)")
+        out = {}
+        for addr, v in self.gmem.items():
+            name, i, _, _ = self.tensor(addr)
+            out[f"{name}[{i}]"] = v
+        return out
+
+    def bar(self, bid, cnt, ranges, where: str) -> None:
+        members: list[int] = []
+        for r in ranges if isinstance(ranges, list) else [None]:
+            if not (isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) and r[0] <= r[1]):
+                raise Rejected(f"{where}: malformed member range")
+            members.extend(range(r[0], r[1] + 1))
+        want = self.n if cnt is None else cnt
+        if len(members) != want or len(set(members)) != want:
+            raise Rejected(f"{where}: barrier {bid} released for {len(members)} threads, needs {want}")
+        group = []
+        for t in members:
+            if not 0 <= t < self.n or self.th[t].wait != ("bar", bid, cnt):
+                raise Rejected(f"{where}: thread {t} is not waiting at barrier {bid} (count {cnt})")
+            group.append(self.th[t])
+        self.sync(group)
+        for t in group:
+            t.state, t.wait, t.pc = "run", None, t.pc + 1
+
+    def warp_release(self, w: int, mask: int, where: str) -> None:
+        group = [self.th[w * 32 + i] for i in range(32) if mask >> i & 1 and w * 32 + i < self.n]
+        if not group or w < 0:
+            raise Rejected(f"{where}: no threads in warp {w} mask {mask:#x}")
+        kind, pc = group[0].wait, group[0].pc
+        if kind is None or kind[0] == "bar" or kind[1] != mask:
+            raise Rejected(f"{where}: thread {group[0].lin} is not at a warp collective over {mask:#x}")
+        for t in group:
+            if t.wait != kind or (kind[0] != "wsync" and t.pc != pc):
+                raise Rejected(f"{where}: thread {t.lin} is not at the same warp collective")
+        if kind[0] == "wsync":
+            self.sync(group)
+        else:
+            getattr(self, kind[0])(group)
+        for t in group:
+            t.state, t.wait, t.pc = "run", None, t.pc + 1
+
+    def sync(self, group: list[Th]) -> None:
+        joined = [0] * self.n
+        for t in group:
+            t.vc[t.lin] += 1
+            t.syncs.append(t.pc)
+            joined = [max(a, b) for a, b in zip(joined, t.vc)]
+        for t in group:
+            t.vc = list(joined)
+
+    # -------------------------------------------------------------- one thread
+
+    def thread(self, th: Th) -> None:
+        instrs = self.k.instrs
+        while th.state == "run":
+            if th.pc >= len(instrs):
+                th.state = "exit"
+                return
+            ins = instrs[th.pc]
+            self.steps += 1
+            if self.steps % 4096 == 0:
+                self.limits.tick()
+            if ins.guard is not None:
+                p = th.regs.get(ins.guard[0])
+                if p is None:
+                    raise self.err(th, ins, f"read of unset predicate {ins.guard[0]}")
+                if bool(p) == ins.guard[1]:
+                    th.pc += 1
+                    continue
+            try:
+                self.step(th, ins)
+            except CheckError:
+                raise
+            except (IndexError, KeyError, AttributeError, TypeError, ValueError, ZeroDivisionError) as e:
+                raise self.err(th, ins, f"cannot execute ({type(e).__name__})") from None
+
+    def err(self, th: Th, ins, msg: str) -> Rejected:
+        return Rejected(f"{self.k.file}:{ins.line}: thread {th.lin}: {msg} in `{ins.text}`")
+
+    def step(self, th: Th, ins) -> None:  # noqa: C901 - one dispatch
+        op, p, o = ins.op, ins.parts, ins.operands
+        ty = p[-1]
+        if op == "bra":
+            th.pc = self.k.labels[o[0].name]
+            return
+        if op in ("ret", "exit"):
+            th.state = "exit"
+            return
+        wait = None
+        if op in ("bar", "barrier"):
+            if p[1] == "warp":
+                wait = ("wsync", self.ival(th, o[0], ins, "b32") & 0xFFFFFFFF)
+            elif p[1] == "sync" or (p[1] == "cta" and "sync" in p):
+                wait = ("bar", self.ival(th, o[0], ins, "u32") if o else 0,
+                        self.ival(th, o[1], ins, "u32") if len(o) > 1 else None)
+            else:
+                raise Unsupported(f"{self.k.file}:{ins.line}: barrier variant `{ins.opcode}`")
+        elif op == "shfl":
+            wait = ("shfl", self.ival(th, o[4], ins, "b32") & 0xFFFFFFFF if len(o) > 4 else 0xFFFFFFFF)
+        elif op == "vote":
+            wait = ("vote", self.ival(th, o[-1], ins, "b32") & 0xFFFFFFFF if "sync" in p else 0xFFFFFFFF)
+        elif ins.opcode in LDMATRIX or ins.opcode == MMA or (op == "wmma" and wmma_ok(p)):
+            wait = (op, 0xFFFFFFFF)
+        elif op in ("wmma", "mma", "ldmatrix"):
+            raise Unsupported(f"{self.k.file}:{ins.line}: tensor-core instruction `{ins.opcode}`")
+        if wait is not None:
+            th.state, th.wait = "block", wait
+            return
+        if op in ("ld", "st", "ldu"):
+            self.mem(th, ins)
+        elif op in ("membar", "fence"):
+            pass
+        elif op == "mov":
+            if isinstance(o[1], Vec) or isinstance(o[0], Vec):
+                raise Unsupported(f"{self.k.file}:{ins.line}: vector mov in `{ins.text}`")
+            if isinstance(o[1], Sym) and o[1].name in self.sym:
+                v = self.sym[o[1].name]
+            elif ty in FLOATS:
+                v = self.fval(th, o[1], ins)
+            else:
+                v = self.val(th, o[1], ins, ty)
+                if type(v) is int and ty != "pred":
+                    v = wrap(v, ty)
+            self.put(o[0], th, v)
+        elif op == "cvta":
+            self.put(o[0], th, self.ival(th, o[1], ins, ty))
+        elif op == "cvt":
+            self.cvt(th, ins)
+        elif op == "setp":
+            self.setp(th, ins)
+        elif op == "selp":
+            self.put(o[0], th, self.val(th, o[1] if self.val(th, o[3], ins, "pred") else o[2], ins, ty))
+        elif ty in FLOATS:
+            self.floating(th, ins)
+        elif ty == "pred":
+            v = [bool(self.val(th, x, ins, "pred")) for x in o[1:]]
+            fns = {"and": lambda: v[0] and v[1], "or": lambda: v[0] or v[1], "xor": lambda: v[0] != v[1],
+                   "not": lambda: not v[0], "mov": lambda: v[0]}
+            if op not in fns:
+                raise Unsupported(f"{self.k.file}:{ins.line}: predicate op `{ins.opcode}`")
+            self.put(o[0], th, fns[op]())
+        else:
+            self.integer(th, ins)
+        th.pc += 1
+
+    # -------------------------------------------------------------- operands
+
+    def val(self, th: Th, o, ins, ty: str | None = None):
+        if isinstance(o, Reg):
+            if o.name not in th.regs:
+                raise self.err(th, ins, f"read of unset register {o.name}")
+            return th.regs[o.name]
+        if isinstance(o, Imm):
+            if ty in FLOATS:
+                raise self.err(th, ins, "integer immediate used as a float")
+            return wrap(o.value, ty) if ty and ty != "pred" else o.value
+        if isinstance(o, FImm):
+            return float_of_bits(o.bits, o.width)
+        if isinstance(o, Sym) and o.name in self.sym:
+            return self.sym[o.name]
+        raise self.err(th, ins, f"bad source operand {o}")
+
+    def ival(self, th: Th, o, ins, ty: str) -> int:
+        v = self.val(th, o, ins, ty)
+        if type(v) is bool:
+            return int(v)
+        if type(v) is not int:
+            raise Unsupported(f"{self.k.file}:{ins.line}: integer operation on a symbolic value in `{ins.text}`")
+        return wrap(v, ty)
+
+    def fval(self, th: Th, o, ins) -> Rat:
+        v = self.val(th, o, ins, "f32")
+        if isinstance(v, Rat):
+            return v
+        if type(v) is not int:
+            raise self.err(th, ins, "not a float value")
+        return float_of_bits(v, 32)
+
+    @staticmethod
+    def put(o, th: Th, v) -> None:
+        if not isinstance(o, Reg):
+            raise Rejected(f"bad destination {o}")
+        th.regs[o.name] = v
+
+    def address(self, th: Th, m: Mem, ins) -> int:
+        if isinstance(m.base, Sym):
+            if m.base.name not in self.sym:
+                raise self.err(th, ins, f"unknown symbol {m.base.name}")
+            return self.sym[m.base.name] + m.offset
+        v = self.val(th, m.base, ins)
+        if type(v) is not int:
+            raise Unsupported(f"{self.k.file}:{ins.line}: data-dependent address in `{ins.text}`")
+        return v + m.offset
+
+    # -------------------------------------------------------------- arithmetic
+
+    def cvt(self, th: Th, ins) -> None:
+        dt, st, o = ins.parts[-2], ins.parts[-1], ins.operands
+        if dt in FLOATS and st in FLOATS:
+            v = self.fval(th, o[1], ins)
+        elif dt in FLOATS or st in FLOATS:
+            v = self.val(th, o[1], ins, st)
+            if st not in FLOATS and type(v) is int:
+                v = Rat.of(wrap(v, st))
+            else:
+                c = v.constant() if isinstance(v, Rat) else None
+                if c is None:
+                    raise Unsupported(f"{self.k.file}:{ins.line}: float-to-integer conversion of a symbolic value")
+                v = wrap(int(c), dt)
+        else:
+            v = wrap(self.ival(th, o[1], ins, st), dt)
+        self.put(o[0], th, v)
+
+    def setp(self, th: Th, ins) -> None:
+        p, o = ins.parts, ins.operands
+        cmp, ty = p[1], p[-1]
+        comb = p[2] if len(p) > 3 and p[2] in ("and", "or", "xor") else None
+        if ty in FLOATS:
+            a, b = self.fval(th, o[1], ins).constant(), self.fval(th, o[2], ins).constant()
+            if a is None or b is None:
+                raise Unsupported(f"{self.k.file}:{ins.line}: branch on a symbolic float comparison")
+            cmp = cmp.rstrip("u") if cmp not in ("lu", "gu") else cmp[0] + "t"
+        else:
+            a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)
+            if ty[0] in "ub":
+                a, b = a & ((1 << bits(ty)) - 1), b & ((1 << bits(ty)) - 1)
+        table = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
+                 "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}
+        if cmp not in table:
+            raise Unsupported(f"{self.k.file}:{ins.line}: setp comparison .{cmp}")
+        r = table[cmp]
+        if comb:
+            c = bool(self.val(th, o[3], ins, "pred"))
+            r = {"and": r and c, "or": r or c, "xor": r != c}[comb]
+        if isinstance(o[0], Pair):
+            th.regs[o[0].first.name], th.regs[o[0].second.name] = r, not r
+        else:
+            self.put(o[0], th, r)
+
+    def floating(self, th: Th, ins) -> None:
+        op, o = ins.op, ins.operands
+        f = [self.fval(th, x, ins) for x in o[1:]]
+        if op == "div" and f[1].is_zero():
+            raise self.err(th, ins, "division by zero")
+        fns = {"add": lambda: f[0] + f[1], "sub": lambda: f[0] - f[1], "mul": lambda: f[0] * f[1],
+               "fma": lambda: f[0] * f[1] + f[2], "mad": lambda: f[0] * f[1] + f[2], "div": lambda: f[0] / f[1],
+               "rcp": lambda: Rat.of(1) / f[0], "neg": lambda: -f[0],
+               "abs": lambda: apply("max", f[0], -f[0]) if f[0].constant() is None else Rat.of(abs(f[0].constant())),
+               "max": lambda: apply("max", *f), "min": lambda: -apply("max", *[-x for x in f]),
+               "ex2": lambda: apply("exp", f[0] * LN2), "lg2": lambda: apply("log", f[0]) / LN2,
+               "sqrt": lambda: apply("sqrt", f[0]), "rsqrt": lambda: Rat.of(1) / apply("sqrt", f[0])}
+        if op not in fns:
+            raise Unsupported(f"{self.k.file}:{ins.line}: float instruction `{ins.opcode}`")
+        self.put(o[0], th, fns[op]())
+
+    def integer(self, th: Th, ins) -> None:  # noqa: C901
+        op, p, o = ins.op, ins.parts, ins.operands
+        ty = p[-1]
+        n = bits(ty)
+        m = (1 << n) - 1
+        if op in ("not", "neg", "abs", "popc", "clz", "brev"):
+            a = self.ival(th, o[1], ins, ty)
+            r = {"not": ~a, "neg": -a, "abs": abs(a), "popc": bin(a & m).count("1"),
+                 "clz": n - (a & m).bit_length(), "brev": int(format(a & m, f"0{n}b")[::-1], 2)}[op]
+            self.put(o[0], th, wrap(r, "u32" if op in ("popc", "clz") else ty))
+            return
+        if op in ("bfi", "bfe"):
+            a = self.ival(th, o[1], ins, ty)
+            if op == "bfi":
+                b = self.ival(th, o[2], ins, ty)
+                pos, ln = self.ival(th, o[3], ins, "u32") & 0xFF, self.ival(th, o[4], ins, "u32") & 0xFF
+                mk = ((1 << ln) - 1) << pos
+                r = (b & ~mk) | ((a << pos) & mk)
+            else:
+                pos, ln = self.ival(th, o[2], ins, "u32") & 0xFF, self.ival(th, o[3], ins, "u32") & 0xFF
+                r = (a >> pos) & ((1 << ln) - 1) if ln else 0
+                if ty[0] == "s" and ln and r >> (ln - 1):
+                    r -= 1 << ln
+            self.put(o[0], th, wrap(r, ty))
+            return
+        a = self.ival(th, o[1], ins, ty)
+        b = self.ival(th, o[2], ins, "u32" if op in ("shl", "shr") else ty)
+        dt = ty
+        if op in ("mul", "mad", "mul24", "mad24"):
+            mode = p[1] if len(p) > 2 else "lo"
+            r = a * b
+            if mode == "wide":
+                dt = ty[0] + str(2 * n)
+            elif mode == "hi":
+                r >>= n
+            if op in ("mad", "mad24"):
+                r += self.ival(th, o[3], ins, dt)
+        elif op in ("div", "rem"):
+            if b == 0:
+                raise self.err(th, ins, "integer division by zero")
+            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+            r = q if op == "div" else a - q * b
+        elif op == "shl":
+            r = a << b if b < n else 0
+        elif op == "shr":
+            r = a >> min(b, n) if ty[0] == "s" else ((a & m) >> b if b < n else 0)
+        else:
+            fns = {"add": lambda: a + b, "sub": lambda: a - b, "min": lambda: min(a, b), "max": lambda: max(a, b),
+                   "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b}
+            if op not in fns:
+                raise Unsupported(f"{self.k.file}:{ins.line}: integer instruction `{ins.opcode}`")
+            r = fns[op]()
+        self.put(o[0], th, wrap(r, dt))
+
+    # -------------------------------------------------------------- memory
+
+    def mem(self, th: Th, ins) -> None:
+        p, o = ins.parts, ins.operands
+        space = "generic"
+        for s in ("global", "shared", "param", "local", "const"):
+            if s in p:
+                space = s
+        ty = p[-1]
+        width = bits(ty) // 8 if ty != "pred" else 1
+        vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
+        dst, m = (o[0], o[1]) if ins.op in ("ld", "ldu") else (o[1], o[0])
+        if not isinstance(m, Mem):
+            raise self.err(th, ins, "expected a memory operand")
+        if space == "param":
+            if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.pv:
+                raise self.err(th, ins, "bad parameter access")
+            self.put(dst, th, wrap(self.pv[m.base.name], ty))
+            return
+        addr = self.address(th, m, ins)
+        if addr % width:
+            raise self.err(th, ins, f"misaligned {width}-byte access at {addr:#x}")
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        if len(dsts) != vec:
+            raise self.err(th, ins, f"vector width {vec} with {len(dsts)} operands")
+        for i, d in enumerate(dsts):
+            a = addr + i * width
+            if ins.op in ("ld", "ldu"):
+                v = self.load(th, ins, space, a, width)
+                if type(v) is int:
+                    v = float_of_bits(v, bits(ty)) if ty in FLOATS else wrap(v, ty)
+                self.put(d, th, v)
+                continue
+            v = float_of_bits(d.bits, d.width) if isinstance(d, FImm) else self.val(th, d, ins, ty)
+            if type(v) is bool:
+                raise self.err(th, ins, "store of a predicate")
+            if type(v) is int:
+                v = float_of_bits(v, bits(ty)) if ty in FLOATS else wrap(v, ty)
+            self.store(th, ins, space, a, width, v)
+
+    def tensor(self, addr: int, th: Th | None = None, ins=None) -> tuple:
+        for name, role, esize, numel, base in self.tensors:
+            if base <= addr < base + GLOBAL_STRIDE:
+                off = addr - base
+                if off % esize or off // esize >= numel:
+                    raise Rejected(f"out-of-bounds or misaligned access to {name} at byte {off}"
+                                         + (f" (line {ins.line})" if ins else ""))
+                return name, off // esize, role, esize
+        raise Rejected(f"global access to unknown address {addr:#x}")
+
+    def shared_ok(self, th: Th, ins, addr: int, width: int) -> None:
+        if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
+            raise self.err(th, ins, f"shared access out of bounds at {addr:#x}")
+
+    def load(self, th: Th, ins, space: str, addr: int, width: int):
+        if space == "generic":
+            space = "global" if addr >= GLOBAL_BASE else "shared"
+        if space == "shared":
+            self.shared_ok(th, ins, addr, width)
+            self.access("shared", addr, width, th, ins, False)
+            ent = self.smem.get(addr)
+            if ent is None and width == 4 and addr + 2 in self.smem:
+                ent = (None, 2)
+            if ent is None:
+                return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+            if ent[1] == 2 and width == 4:
+                halves = []
+                for a in (addr, addr + 2):
+                    e = self.smem.get(a)
+                    if e is not None and e[1] != 2:
+                        raise Unsupported(f"{self.k.file}:{ins.line}: mixed-width load in `{ins.text}`")
+                    halves.append(e[0] if e else Rat.var(f"shared@uninit[{a - SHARED_BASE:#x}]"))
+                return Packed(halves)
+            if ent[1] != width:
+                raise Unsupported(f"{self.k.file}:{ins.line}: partial-word type punning in `{ins.text}`")
+            return ent[0]
+        if space != "global":
+            raise Unsupported(f"{self.k.file}:{ins.line}: load from .{space} in `{ins.text}`")
+        name, i, role, esize = self.tensor(addr, th, ins)
+        if width == 4 and esize == 2 and role == "input":
+            return Packed([self.load(th, ins, "global", addr, 2), self.load(th, ins, "global", addr + 2, 2)])
+        if width != esize:
+            raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to a {esize}-byte tensor {name}")
+        if role == "output":
+            self.access("global", addr, width, th, ins, False)
+        if addr in self.gmem:
+            return self.gmem[addr]
+        return Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
+
+    def store(self, th: Th, ins, space: str, addr: int, width: int, value) -> None:
+        if space == "generic":
+            space = "global" if addr >= GLOBAL_BASE else "shared"
+        if space == "shared":
+            self.shared_ok(th, ins, addr, width)
+            self.access("shared", addr, width, th, ins, True)
+            for a in range(addr - 7, addr + width):      # drop the values this store overlaps
+                e = self.smem.get(a)
+                if e is not None and a + e[1] > addr and (a != addr or e[1] != width):
+                    del self.smem[a]
+            if isinstance(value, Packed):
+                if width != 4:
+                    raise Unsupported(f"{self.k.file}:{ins.line}: packed pair stored as {width} bytes")
+                self.smem[addr], self.smem[addr + 2] = (value[0], 2), (value[1], 2)
+            else:
+                self.smem[addr] = (value, width)
+            return
+        if space != "global":
+            raise Unsupported(f"{self.k.file}:{ins.line}: store to .{space} in `{ins.text}`")
+        name, _, role, esize = self.tensor(addr, th, ins)
+        if width != esize:
+            raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte store to a {esize}-byte tensor {name}")
+        if role != "output":
+            raise self.err(th, ins, f"store to input tensor {name}")
+        self.access("global", addr, width, th, ins, True)
+        self.gmem[addr] = value
+
+    def access(self, space: str, addr: int, width: int, th: Th, ins, write: bool) -> None:
+        """Check the access against the byte's last write and reads; record ordered conflicts."""
+        me = (th.lin, th.vc[th.lin], ins.index)
+        vc = th.vc
+        for a in range(addr, addr + width):
+            sh = self.shadow.setdefault((space, a), [None, {}])
+            w = sh[0]
+            if w is not None and w[0] != th.lin:
+                self.conflict(space, a, w, me, vc, "WAW" if write else "RAW")
+            if write:
+                for r in sh[1].values():
+                    if r[0] != th.lin:
+                        self.conflict(space, a, r, me, vc, "WAR")
+                sh[0], sh[1] = me, {}
+            else:
+                sh[1][th.lin] = me
+
+    def conflict(self, space: str, addr: int, first: tuple, me: tuple, vc: list, kind: str) -> None:
+        tid, clock, pc = first
+        if vc[tid] <= clock:
+            raise Rejected(f"data race on {space} byte {addr:#x}: thread {tid} at instruction {pc} and "
+                                 f"thread {me[0]} at instruction {me[2]} ({kind}), no barrier orders them")
+        self.witness.add((space, kind, pc, me[2], self.th[tid].syncs[clock]))
+
+    # -------------------------------------------------------------- warp collectives
+
+    def shfl(self, group: list[Th]) -> None:
+        lanes = {t.lane: t for t in group}
+        res = []
+        for t in group:
+            ins = self.k.instrs[t.pc]
+            mode, (dst, a, b, c) = ins.parts[2], ins.operands[:4]
+            bv, cv = self.ival(t, b, ins, "b32") & 31, self.ival(t, c, ins, "b32")
+            clamp, seg, lane = cv & 31, (cv >> 8) & 31, t.lane
+            hi = (lane & seg) | (clamp & ~seg & 31)
+            j, ok = {"up": (lane - bv, lane - bv >= hi), "down": (lane + bv, lane + bv <= hi),
+                     "bfly": (lane ^ bv, lane ^ bv <= hi),
+                     "idx": ((lane & seg) | (bv & ~seg & 31), ((lane & seg) | (bv & ~seg & 31)) <= hi)}.get(mode, (None, 0))
+            if j is None:
+                raise Unsupported(f"{self.k.file}:{ins.line}: shfl mode {mode}")
+            j = j if ok else lane
+            if j not in lanes:
+                raise self.err(t, ins, f"shfl source lane {j} is not in the member mask")
+            res.append((t, dst, self.val(lanes[j], a, ins), ok))
+        for t, dst, v, ok in res:
+            if isinstance(dst, Pair):
+                t.regs[dst.first.name], t.regs[dst.second.name] = v, ok
+            else:
+                t.regs[dst.name] = v
+
+    def vote(self, group: list[Th]) -> None:
+        votes = {t.lin: bool(self.val(t, self.k.instrs[t.pc].operands[1], self.k.instrs[t.pc], "pred"))
+                 for t in group}
+        vals = list(votes.values())
+        for t in group:
+            ins = self.k.instrs[t.pc]
+            mode = next((x for x in ins.parts[1:] if x in ("all", "any", "uni", "ballot")), "?")
+            if mode == "?":
+                raise Unsupported(f"{self.k.file}:{ins.line}: vote mode")
+            t.regs[ins.operands[0].name] = {"all": all(vals), "any": any(vals), "uni": all(vals) or not any(vals),
+                                            "ballot": sum(1 << g.lane for g in group if votes[g.lin])}[mode]
+
+    def full_warp(self, group: list[Th]):
+        if len(group) != 32:
+            raise Rejected(f"{self.k.file}: a tensor-core instruction needs a full warp")
+        return self.k.instrs[group[0].pc]
+
+    def ldmatrix(self, group: list[Th]) -> None:
+        ins = self.full_warp(group)
+        trans = "trans" in ins.parts
+        nmat = int(next(x for x in ins.parts if x in ("x1", "x2", "x4"))[1:])
+        rows = [self.address(t, ins.operands[1], ins) for t in group]
+        out = []
+        for t in group:
+            lane, regs = t.lane, []
+            for i in range(nmat):
+                if trans:
+                    addrs = [rows[8 * i + 2 * (lane % 4) + h] + 2 * (lane // 4) for h in (0, 1)]
+                else:
+                    base = rows[8 * i + lane // 4] + 4 * (lane % 4)
+                    addrs = [base, base + 2]
+                regs.append(Packed([self.load(t, ins, "shared", a, 2) for a in addrs]))
+            out.append(regs)
+        for t, regs in zip(group, out):
+            for d, v in zip(ins.operands[0].items, regs):
+                t.regs[d.name] = v
+
+    def packed(self, t: Th, o, ins) -> Packed:
+        v = self.val(t, o, ins)
+        if not isinstance(v, Packed):
+            raise Unsupported(f"{self.k.file}:{ins.line}: operand {o.name} is not a packed f16 pair")
+        return v
+
+    def mma(self, group: list[Th]) -> None:
+        """m16n8k16 row.col f32.f16.f16.f32 (PTX ISA fragment layout, g = lane/4, q = lane%4)."""
+        ins = self.full_warp(group)
+        d_o, a_o, b_o, c_o = (x.items for x in ins.operands)
+        A: dict = {}
+        B: dict = {}
+        C: dict = {}
+        for t in group:
+            g, q = t.lane // 4, t.lane % 4
+            for r, (i, j) in enumerate(((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
+                A[i, j], A[i, j + 1] = self.packed(t, a_o[r], ins)
+            for r, k in enumerate((2 * q, 2 * q + 8)):
+                B[k, g], B[k + 1, g] = self.packed(t, b_o[r], ins)
+            for r, ij in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
+                C[ij] = self.fval(t, c_o[r], ins)
+        for t in group:
+            g, q = t.lane // 4, t.lane % 4
+            for r, (i, j) in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
+                acc = C[i, j]
+                for k in range(16):
+                    acc = acc + A[i, k] * B[k, j]
+                t.regs[d_o[r].name] = acc
+
+    def wmma(self, group: list[Th]) -> None:
+        """m16n16k16: element e of a row-major f32 tile in lane e // 8, register e % 8; f16
+        fragments hold elements 2r, 2r+1 of row lane % 16 in register r (both lane halves)."""
+        ins = self.full_warp(group)
+        p, o = ins.parts, ins.operands
+        if p[1] in ("load", "store"):
+            mem = o[1] if p[1] == "load" else o[0]
+            addrs = {self.address(t, mem, ins) for t in group}
+            strides = {self.ival(t, o[2], ins, "u32") for t in group}
+            if len(addrs) != 1 or len(strides) != 1:
+                raise self.err(group[0], ins, "wmma lanes disagree on address or stride")
+            base, stride, col = addrs.pop(), strides.pop(), "col" in p
+
+            def off(e: int) -> int:
+                i, j = divmod(e, 16)
+                return j * stride + i if col else i * stride + j
+            if p[1] == "load":
+                vals = {}
+                for e in range(256):
+                    for t in (group[e // 16], group[16 + e // 16]):
+                        vals[e] = self.load(t, ins, "shared", base + 2 * off(e), 2)
+                for t in group:
+                    for r, d in enumerate(o[0].items):
+                        e = (t.lane % 16) * 16 + 2 * r
+                        t.regs[d.name] = Packed([vals[e], vals[e + 1]])
+            else:
+                for t in group:
+                    for r, src in enumerate(o[1].items):
+                        self.store(t, ins, "shared", base + 4 * off(t.lane * 8 + r), 4, self.fval(t, src, ins))
+            return
+        d_o, a_o, b_o, c_o = (x.items for x in o)
+        A: dict = {}
+        B: dict = {}
+        C: dict = {}
+        for t in group:
+            for r in range(8):
+                e = (t.lane % 16) * 16 + 2 * r
+                A[e], A[e + 1] = self.packed(t, a_o[r], ins)
+                B[e], B[e + 1] = self.packed(t, b_o[r], ins)
+                C[t.lane * 8 + r] = self.fval(t, c_o[r], ins)
+        for t in group:
+            for r in range(8):
+                e = t.lane * 8 + r
+                i, j = divmod(e, 16)
+                acc = C[e]
+                for k in range(16):
+                    acc = acc + A[i * 16 + k] * B[k * 16 + j]
+                t.regs[d_o[r].name] = acc
+
+
+def shift(x):
+    """``x`` with numerator and denominator multiplied by one ``exp(-e)`` (equal over the
+    reals): the canonical representative of a softmax-like quotient whatever maximum it
+    subtracts. ``e`` is the least denominator exponent after dropping its ``max`` atoms."""
+    if not isinstance(x, Rat) or x.d.constant() is not None:
+        return x
+    terms = list(x.d.t)
+    if not all(e for _, e in terms):
+        return x
+
+    def rank(term):
+        mono, expo = term
+        kept = [(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])]
+        return (str(kept), str(mono), str(expo))
+
+    _, e = min(terms, key=rank)
+    f = Poly({((), Poly(dict(e)).scale(-1).key()): 1})
+    return Rat(x.n.mul(f), x.d.mul(f))
+
+
+# ------------------------------------------------------------------ the claim
+
+
+def _dims(v, where: str) -> tuple[int, int, int]:
+    if not (isinstance(v, list) and len(v) == 3 and all(type(x) is int and 1 <= x <= 65535 for x in v)):
+        raise Malformed(where, "needs three positive integers")
+    return tuple(v)
+
+
+def _params(v, where: str) -> list[dict]:
+    if not isinstance(v, list):
+        raise Malformed(where, "params: needs a list")
+    for i, p in enumerate(v):
+        w = f"{where}: params[{i}]"
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str):
+            raise Malformed(w, "needs a name")
+        if p.get("role") == "scalar":
+            if type(p.get("value")) is not int:
+                raise Malformed(w, "a scalar needs an integer value")
+        elif p.get("role") in ("input", "output"):
+            shape = p.get("shape")
+            if p.get("dtype") not in ("f32", "f16", "s32") or not isinstance(shape, list) or not all(
+                    type(d) is int and 0 <= d <= 1 << 24 for d in shape):
+                raise Malformed(w, "a tensor needs dtype f32/f16/s32 and a shape of integers")
+        else:
+            raise Malformed(w, "role must be input, output or scalar")
+    return v
+
+
+def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
+    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches is race- and deadlock-free
+    and every output element is equal over the reals. Evidence per side: the schedule,
+    the witness (set of ordered conflict classes) and the printed output normal forms."""
+    params = _params(claim.get("params"), where)
+    cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
+    if cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta):
+        raise Malformed(where, "cta: needs three non-negative integers")
+    outs, notes = {}, []
+    for side in ("reference", "optimized"):
+        sw = f"{where}: {side}"
+        s, ev = claim.get(side), evidence.get(side)
+        if not isinstance(s, dict) or not isinstance(ev, dict):
+            raise Malformed(sw, "missing launch or evidence")
+        if s.get("ptx") not in arts or arts[s["ptx"]][0] != "ptx" or not isinstance(arts[s["ptx"]][1], str):
+            raise Malformed(sw, f"ptx: {s.get('ptx')!r} is not a PTX artifact")
+        _, text, awhere = arts[s["ptx"]]
+        k = parse(text, awhere).kernel(s.get("entry") if isinstance(s.get("entry"), str) else None)
+        grid, block = _dims(s.get("grid"), f"{sw}: grid"), _dims(s.get("block"), f"{sw}: block")
+        if any(c >= g for c, g in zip(cta, grid)):
+            raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
+        if not isinstance(ev.get("schedule"), list) or not isinstance(ev.get("witness"), list) \
+                or not isinstance(ev.get("outputs"), dict):
+            raise Malformed(sw, "evidence needs schedule, witness and outputs")
+        r = Replay(k, grid, block, params, cta, limits)
+        got = r.run(ev["schedule"])
+        claimed = set()
+        for i, w in enumerate(ev["witness"]):
+            if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
+                    and all(type(x) is int for x in w[2:])):
+                raise Malformed(sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
+            claimed.add(tuple(w))
+        if claimed != r.witness:
+            diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))
+            raise Rejected(f"{side}: the memory-event witness differs from the replay's at {diff[0]}")
+        if set(got) != set(ev["outputs"]):
+            raise Rejected(f"{side}: the certified outputs are not the elements the kernel writes")
+        for key in sorted(got):
+            limits.tick()
+            if str(got[key]) != ev["outputs"][key]:
+                raise Rejected(f"{side}: {key}: the certified normal form is not the replay's")
+        outs[side] = got
+        notes.append(f"{k.name}: {r.n} threads, {len(ev['schedule'])} schedule events, "
+                     f"{len(r.witness)} conflict classes ordered")
+    ref, opt = outs["reference"], outs["optimized"]
+    if set(ref) != set(opt):
+        raise Rejected(f"{sorted(set(ref) ^ set(opt))[0]} is written by one kernel only")
+    methods: dict[str, int] = {}
+    for key in sorted(ref):
+        limits.tick()
+        v = decide(shift(ref[key]), shift(opt[key]))
+        if v.holds is not True:
+            raise Rejected(f"{key}: {'differs' if v.holds is False else 'not decided'} ({v.method})")
+        methods[v.method] = methods.get(v.method, 0) + 1
+    how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
+    return "; ".join(notes) + f"; {len(ref)} output elements equal over the reals ({how})"

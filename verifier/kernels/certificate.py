@@ -1,0 +1,56 @@
+"""Kernel-equivalence certificates (claim kind ``kernel-equivalence``, docs/certificates.md).
+
+Per pair: both PTX files embedded with their sha256, the launch, and per side the
+schedule taken, the memory-event witness and the printed output normal forms;
+``certificates/kernel.py`` replays them with its own interpreter.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from pathlib import Path
+
+from certificates import FORMAT, VERSION
+from certificates.limits import canonical_bytes
+
+from .. import __version__
+from .equiv import Report
+
+SIDES = ("reference", "optimized")
+
+
+def _ptx_artifact(aid: str, text: str) -> dict:
+    return {"id": aid, "kind": "ptx", "sha256": hashlib.sha256(canonical_bytes(text)).hexdigest(), "embedded": text}
+
+
+def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict, dict, list[dict]]:
+    """The claim, evidence and artifacts of one pair found ``equivalent``."""
+    if report.verdict != "equivalent" or set(report.results) != set(SIDES):
+        raise ValueError(f"{name}: only an equivalent pair has a certificate (verdict {report.verdict})")
+    claim: dict = {"id": name, "kind": "kernel-equivalence", "params": entry["params"],
+                   "cta": list(entry.get("check_cta", [0, 0, 0]))}
+    evidence: dict = {}
+    arts = []
+    for side in SIDES:
+        spec, res = entry[side], report.results[side]
+        aid = f"{name}.{side}"
+        arts.append(_ptx_artifact(aid, (base / spec["ptx"]).read_text()))
+        claim[side] = {"ptx": aid, "entry": spec.get("entry"), "grid": list(spec["grid"]),
+                       "block": list(spec["block"])}
+        evidence[side] = {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness),
+                          "outputs": {f"{t}[{i}]": str(v) for (t, i), v in sorted(res.outputs.items())}}
+    return claim, evidence, arts
+
+
+def kernel_certificate(items: list[tuple[dict, dict, list[dict]]]) -> dict:
+    """One certificate holding the claims of ``items`` (from ``pair_claim``)."""
+    return {
+        "format": FORMAT, "version": VERSION,
+        "header": {"tool": "pvcert", "tool_version": __version__, "engine": "kernels",
+                   "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
+        "subject": {"artifacts": [a for _, _, arts in items for a in arts]},
+        "claims": [c for c, _, _ in items],
+        "evidence": {c["id"]: e for c, e, _ in items},
+        "verdict": "ACCEPT",
+    }
