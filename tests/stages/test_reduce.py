@@ -1,0 +1,125 @@
+"""Analytic shape reduction (verifier/stages/reduce.py) and its re-check (certificates/shapes.py)."""
+
+import copy
+
+import pytest
+
+from certificates import shapes
+from certificates.errors import Malformed
+from certificates.limits import Limits
+from verifier import direct, workloads
+from verifier.case import Case
+from verifier.ir import GraphBuilder
+from verifier.stages.reduce import reduce_case
+from verifier.stages.run import verify_staged
+
+
+def _parsed(case: Case):
+    r = direct.prepare(case, Limits())
+    return r, {"input": r.inputs, "output": r.expect}
+
+
+def _apply(case: Case, classes):
+    r, rels = _parsed(case)
+    return shapes.reduce(case.spec, case.impl, r.spec, r.impl, rels, classes, "test", Limits())
+
+
+def test_tp_mlp_reduces_every_class_to_two_per_shard():
+    case = workloads.tp_mlp(world=2, tokens=4, dim=8, hidden=16)
+    red = reduce_case(case)
+    got = {(a[0], a[1], a[2]): red.sizes[tuple(a)] for c in red.classes for a in c["axes"]}
+    assert got[("spec", "W1", 0)] == (16, 4) and got[("impl", "w1@r0", 0)] == (8, 2)  # shards stay equal
+    assert got[("spec", "X", 0)] == (4, 2) and got[("spec", "X", 1)] == (8, 2)
+    assert red.volume[1] < red.volume[0] / 5
+    assert red.case.input_relation["W1"] == ["concat(w1@r0, w1@r1, dim=0)"]
+    assert verify_staged(case).verified
+
+
+def _mean_case(divide_by: int) -> Case:
+    """Spec: the mean over 8 rows; impl: a sum divided by a constant (8 is right, 4 is a bug)."""
+    s = GraphBuilder("mean", 1)
+    s.input("X", [8, 4], "activation")
+    s.node("aten.mean.dim", ["X"], "Y", dim=[0])
+    s.output("Y")
+    g = GraphBuilder("sum_div", 1)
+    g.input("x", [8, 4], "activation")
+    g.node("aten.sum.dim_IntList", ["x"], "t", dim=[0])
+    g.node("aten.div.Tensor", ["t"], "y", other=divide_by)
+    g.output("y")
+    return Case("mean", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def test_a_size_that_enters_a_value_keeps_full_size():
+    """Halving the rows would make ``sum / 4`` equal the mean: the mean's axis is pinned."""
+    bug = _mean_case(4)
+    red = reduce_case(bug)
+    assert not any(["spec", "X", 0] in c["axes"] for c in red.classes)
+    assert any("enters the mean" in c["reason"] for c in red.kept)
+    assert not verify_staged(bug).verified and verify_staged(_mean_case(8)).verified
+    classes = [{"divisor": 2, "axes": [["spec", "X", 0], ["impl", "x", 0]]}]
+    with pytest.raises(shapes.Unjustified, match="must keep full size"):
+        _apply(bug, classes)
+
+
+def _slice_case(start: int, end: int) -> Case:
+    s = GraphBuilder("spec", 1)
+    s.input("X", [8, 2], "activation")
+    s.node("aten.slice.Tensor", ["X"], "Y", dim=0, start=start, end=end)
+    s.output("Y")
+    g = GraphBuilder("impl", 1)
+    g.input("x", [8, 2], "activation")
+    g.node("aten.slice.Tensor", ["x"], "y", dim=0, start=start, end=end)
+    g.output("y")
+    return Case("slice", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def test_offsets_scale_with_their_axis_or_keep_it_full():
+    red = reduce_case(_slice_case(4, 8))  # gcd(8, 4, 4) = 4, the 4 sliced rows keep 2: divisor 2
+    node = red.case.impl["nodes"][0]
+    assert (node["attrs"]["start"], node["attrs"]["end"]) == (2, 4) and red.case.impl["tensors"]["x"]["shape"] == [4, 2]
+    assert reduce_case(_slice_case(3, 8)).classes == []  # an offset of 3 rows cannot be scaled
+    case = _slice_case(3, 8)
+    r, rels = _parsed(case)
+    C = shapes.constraints(r.spec, r.impl, rels)
+    axes = [[side, t, 0] for side, t in (("spec", "X"), ("spec", "Y"), ("impl", "x"), ("impl", "y"))]
+    with pytest.raises(shapes.Unjustified, match="not a multiple"):
+        shapes.check(C, shapes.parse_classes([{"divisor": 2, "axes": axes}], C, "t"))
+
+
+def test_checker_rejects_untied_short_and_malformed_classes():
+    case = workloads.tp_mlp(world=2, tokens=4, dim=8, hidden=16)
+    good = reduce_case(case).classes
+    _apply(case, good)  # the engine's reduction is accepted
+    split = copy.deepcopy(good)
+    moved = split[0]["axes"].pop()
+    split.append({"divisor": 1, "axes": [moved]})
+    with pytest.raises(shapes.Unjustified, match="tied"):
+        _apply(case, split)
+    short = copy.deepcopy(good)
+    short[0]["divisor"] *= 2
+    with pytest.raises(shapes.Unjustified, match="needs >= 2"):
+        _apply(case, short)
+    for bad in ([{"divisor": 0, "axes": []}], [{"divisor": 2, "axes": [["impl", "nope", 0]]}],
+                [{"divisor": 2, "axes": [good[0]["axes"][0]] * 2}], "x"):
+        with pytest.raises(Malformed):
+            _apply(case, bad)
+
+
+def test_reshape_groups_reduce_one_axis_per_side():
+    s = GraphBuilder("spec", 1)
+    s.input("X", [4, 6], "activation")
+    s.node("aten.view.default", ["X"], "Y", size=[24])
+    s.output("Y")
+    g = GraphBuilder("impl", 1)
+    g.input("x", [4, 6], "activation")
+    g.node("aten.view.default", ["x"], "y", size=[24])
+    g.output("y")
+    case = Case("view", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+    red = reduce_case(case)
+    # the larger axis of the merged pair is reduced (6 -> 2), the other keeps full size
+    assert red.case.impl["nodes"][0]["attrs"]["size"] == [8] and red.case.impl["tensors"]["x"]["shape"] == [4, 2]
+    both = [{"divisor": 2, "axes": [["spec", "X", 0], ["impl", "x", 0], ["spec", "Y", 0], ["impl", "y", 0]]},
+            {"divisor": 3, "axes": [["spec", "X", 1], ["impl", "x", 1]]}]
+    with pytest.raises(shapes.Unjustified):
+        _apply(case, both)
+    assert verify_staged(case).verified
