@@ -3,8 +3,8 @@
 Layers are plain functions of a parameter dict (local shards) and an activation
 ``[b, S, D]`` (batch first: a rank's tokens are a contiguous block of the global ones), so one definition serves the
 sequential step (``tp = 1``) and every rank of a parallel plan. ``Par`` carries the
-rank's groups: tensor parallelism (column/row parallel with Megatron-style regions,
-optionally sequence parallel) and expert parallelism (all_to_all over the EP group).
+rank's groups: tensor parallelism (column/row parallel with Megatron-style regions)
+and expert parallelism (all_to_all over the EP group).
 
 Parameter tables (``llama_params`` / ``moe_params``) give each parameter's full shape
 and how it is split: ``("tp", d)`` sharded on dim ``d`` over TP, ``("ep", 0)`` experts
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .llama import rope
-from .mappings import all_to_all_ep, copy_to_tp, gather_from_sp, reduce_from_tp, reduce_scatter_to_sp
+from .mappings import all_to_all_ep, copy_to_tp, reduce_from_tp
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,6 @@ class Par:
 
     tp: int = 1
     tp_group: Any = None
-    sp: bool = False
     ep: int = 1
     ep_group: Any = None
 
@@ -95,17 +94,13 @@ def rmsnorm(x, w, eps: float = 1e-6):
 
 
 def _enter(x, par: Par):
-    """Into a tensor-parallel region: all_gather the sequence (SP, dim 0: b == 1) or copy."""
-    if par.tp == 1:
-        return x
-    return gather_from_sp(x, par.tp_group) if par.sp else copy_to_tp(x, par.tp_group)
+    """Into a column-parallel layer: identity forward, all_reduce of the gradient."""
+    return x if par.tp == 1 else copy_to_tp(x, par.tp_group)
 
 
 def _leave(x, par: Par):
-    """Out of a row-parallel layer: reduce_scatter over the sequence (SP) or all_reduce."""
-    if par.tp == 1:
-        return x
-    return reduce_scatter_to_sp(x, par.tp_group) if par.sp else reduce_from_tp(x, par.tp_group)
+    """Out of a row-parallel layer: all_reduce of the partial sums."""
+    return x if par.tp == 1 else reduce_from_tp(x, par.tp_group)
 
 
 def attention(p: dict, pre: str, x, cos, sin, c: ModelConfig, par: Par):

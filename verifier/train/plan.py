@@ -65,7 +65,6 @@ class Bugs:
     backward_input: str = "activation"        # what a stage's gradient is taken with respect to
     reduce_after: int | None = None           # micro-batch after which gradients are reduced
     label_order: list[int] | None = None
-    pos_offset_zero: bool = False
 
 
 @dataclass
@@ -84,8 +83,7 @@ def check(c: ModelConfig, p: ParallelConfig) -> None:
     need = [(c.layers % p.pp == 0, f"layers {c.layers} divisible by pp {p.pp}"),
             (c.heads % p.tp == 0 and c.ffn % p.tp == 0, f"heads {c.heads} and ffn {c.ffn} divisible by tp {p.tp}"),
             (p.micro_batches >= 1, "micro_batches >= 1"),
-            (not p.sp or (c.seq % p.tp == 0 and p.dp == 1 and c.kind == "llama"),
-             "sequence parallelism: seq divisible by tp, dp == 1, Llama layers (nested shards are not candidates)"),
+            (not p.sp, "no sequence parallelism (not built yet: docs/training.md)"),
             (p.ep == 1 or (c.kind == "moe" and p.ep == p.dp and c.experts % p.ep == 0),
              "expert parallelism: MoE layers, ep == dp, experts divisible by ep"),
             (not p.zero1 or (p.tp == 1 and c.kind == "llama" and c.hidden % p.dp == 0 and c.ffn % p.dp == 0),
@@ -139,7 +137,7 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     d, t, s = p.coords(r)
     per = c.layers // p.pp
     layers = list(range(s * per, (s + 1) * per))
-    par = Par(p.tp, g("tp", d, s), p.sp, p.ep, g("dp", t, s) if p.ep > 1 else None)
+    par = Par(p.tp, g("tp", d, s), p.ep, g("dp", t, s) if p.ep > 1 else None)
     params = shapes(c, layers, par)
     first, last = s == 0, s == p.pp - 1
     nxt, prv = (p.rank(d, t, s + 1) if not last else None), (p.rank(d, t, s - 1) if not first else None)
@@ -147,16 +145,12 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
         nxt = p.rank(d, (t + 1) % p.tp, s + 1) if p.tp > 1 else p.rank((d + 1) % p.dp, t, s + 1)
     if b.swap_pp_peers and p.pp > 1 and not first:
         prv = p.rank(d, (t - 1) % p.tp, s - 1) if p.tp > 1 else p.rank((d - 1) % p.dp, t, s - 1)
-    seq = c.seq // p.tp if p.sp else c.seq
     dense = [n for n in params if not _expert(n)]
     replicated = [n for i in layers for n, (_, sp) in llama_params(c, i).items() if sp is None]
-    dp_group = g("dp", t, s) if b.grad_group == "dp" else g("tp", d, s)
+    dp_group = {"dp": g("dp", t, s), "tp": g("tp", d, s), "pp": g("pp", d, t)}[b.grad_group]
     sync: list[tuple[list[str], str, Any]] = []
     if p.zero1:
         sync.append((dense, "reduce_scatter", dp_group))
-    elif p.sp:
-        sync.append((replicated, "all_reduce", g("stage", s)))
-        sync.append(([n for n in dense if n not in replicated], b.grad_collective, dp_group))
     else:
         sync.append((dense, b.grad_collective, dp_group))
     norm_ranks = g.lists[("stage", s)] if p.zero1 else g.lists[("tp", d, s)]
@@ -166,11 +160,10 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     if experts:
         norm.append(NormGroup(experts, g.lists[("stage", s)], g("stage", s), {n: (p.tp, t) for n in experts}))
     scale = loss_scale(p.micro_batches, c.seq * p.batch * p.dp * c.hidden) * b.loss_scale_factor
-    loss_group = g("stage", s) if p.sp else g("dp", t, s)
-    return Role(c, tc.opt, p.micro_batches, layers, params, first, last, par, 1, (p.batch, seq, c.hidden),
-                prv, nxt, scale, loss_group, sync, b.reduce_after,
+    return Role(c, tc.opt, p.micro_batches, layers, params, first, last, par, 1, (p.batch, c.seq, c.hidden),
+                prv, nxt, scale, g("dp", t, s), sync, b.reduce_after,
                 (p.dp, d, dp_group) if p.zero1 else None, [norm], g("pp", d, t) if p.pp > 1 else None,
-                b.label_order, (0 if b.pos_offset_zero else t * seq) if p.sp else None, b.backward_input)
+                b.label_order, b.backward_input)
 
 
 def _lineage(tc: TrainCase) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -199,17 +192,11 @@ def _lineage(tc: TrainCase) -> tuple[dict[str, list[str]], dict[str, list[str]]]
             for st in tc.opt.states:
                 rel[f"{st}.{n}"] = param(f"{st}.{n}", s, split, True)
                 exp[f"new.{st}.{n}"] = param(f"new.{st}.{n}", s, split, True)
-    data_dim = 2 if p.sp else 1
     for name, s in (("x", 0), ("y", p.pp - 1)):
-        if p.sp:
-            rel[name] = [cat([f"{name}@r{R(0, t, s)}" for t in T], data_dim)]
-        else:
-            rel[name] = [cat([f"{name}@r{R(d, t, s)}" for d in D], data_dim) for t in T]
+        rel[name] = [cat([f"{name}@r{R(d, t, s)}" for d in D], 1) for t in T]
     everyone = [f"@r{r}" for r in range(p.world)]
     rel["cos"] = ["cos" + e for e in everyone]
     rel["sin"] = ["sin" + e for e in everyone]
-    if p.sp:
-        rel["pos"] = [f"pos@r{R(0, t, 0)}" for t in T]
     if c.kind == "moe":
         rel["dispatch"] = [cat([f"dispatch@r{R(d, t, s)}" for d in D], 1) for t in T for s in S]
     exp["loss"] = [f"loss@r{R(d, t, p.pp - 1)}" for d in D for t in T]
@@ -247,8 +234,7 @@ def plan_case(tc: TrainCase) -> Captured:
             g = Groups(p, tc.bugs)
             g.create()
             rr = rank_role(tc, r, g)
-            seq = c.seq // p.tp if p.sp else c.seq
-            ins = step_inputs(rr, p.batch, seq, sp_pos=p.sp and rr.first)
+            ins = step_inputs(rr, p.batch)
             with traceable_collectives():
                 cap = capture_module(StepModule(rr), ins, call=StepModule.call, output_names=output_names(rr),
                                      rank=r, where=f"{tc.name} rank {r}")

@@ -78,7 +78,7 @@ class Role:
     last: bool = True
     par: Par = field(default_factory=Par)
     groups: int = 1                               # MoE token groups held
-    act_shape: tuple[int, ...] = ()               # [b, S(/tp), D] between pipeline stages
+    act_shape: tuple[int, ...] = ()               # [b, S, D] between pipeline stages
     prev: int | None = None                       # pipeline peers (global ranks)
     next: int | None = None
     loss_scale: float = 1.0
@@ -89,7 +89,6 @@ class Role:
     norm: list[list[NormGroup]] = field(default_factory=list)  # per stage, per class
     norm_pp_group: Any = None                     # all_gather of the class totals across stages
     label_order: list[int] | None = None          # micro-batch order of the labels (None: in order)
-    pos_offset: int | None = None                 # SP: first position of this rank's sequence shard
     backward_input: str = "activation"            # what a stage differentiates with respect to
 
 
@@ -135,11 +134,7 @@ def _forward_stage(p, h, inp, m: int, role: Role):
 def _input_activation(inp, m: int, role: Role):
     if not role.first:
         return _recv(role.act_shape, role.prev).requires_grad_(True)
-    x = inp["x"][m]
-    if "pos" in inp:   # sequence parallel: this rank's slice of the positional table
-        n = x.shape[1]
-        x = x + inp["pos"][role.pos_offset:role.pos_offset + n]
-    return x
+    return inp["x"][m]
 
 
 def _sync(grads: dict[str, torch.Tensor], role: Role) -> dict[str, torch.Tensor]:
@@ -272,10 +267,10 @@ def _expert(name: str) -> bool:
     return name.rsplit(".", 1)[-1] in ("w_gate", "w_up", "w_down")
 
 
-def step_inputs(role: Role, batch: int, seq: int | None = None, sp_pos: bool = False) -> dict[str, InputSpec]:
+def step_inputs(role: Role, batch: int) -> dict[str, InputSpec]:
     """Example inputs of a program: parameters, optimizer state, data (first/last stage), tables."""
     c, M = role.model, role.micro_batches
-    seq = seq or c.seq
+    seq = c.seq
     ins: dict[str, InputSpec] = {n: InputSpec(s, role="parameter") for n, s in role.params.items()}
     for n, s in role.params.items():
         shape = s if role.zero1 is None else (s[0] // role.zero1[0],) + tuple(s[1:])
@@ -286,8 +281,6 @@ def step_inputs(role: Role, batch: int, seq: int | None = None, sp_pos: bool = F
         ins["y"] = InputSpec((M, batch, seq, c.hidden), role="label")
     ins["cos"] = InputSpec((c.seq, c.head_dim), role="buffer")
     ins["sin"] = InputSpec((c.seq, c.head_dim), role="buffer")
-    if sp_pos:
-        ins["pos"] = InputSpec((c.seq, c.hidden), role="buffer")
     if c.kind == "moe":
         t = c.seq * batch // role.groups
         ins["dispatch"] = InputSpec((M, role.groups, t, c.experts, c.capacity), role="mask")
