@@ -808,7 +808,9 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         if s.get("ptx") not in arts or arts[s["ptx"]][0] != "ptx" or not isinstance(arts[s["ptx"]][1], str):
             raise Malformed(sw, f"ptx: {s.get('ptx')!r} is not a PTX artifact")
         _, text, awhere = arts[s["ptx"]]
-        k = parse(text, awhere).kernel(s.get("entry") if isinstance(s.get("entry"), str) else None)
+        if not isinstance(s.get("entry"), str):
+            raise Malformed(sw, "entry: needs the kernel's name")
+        k = parse(text, awhere).kernel(s["entry"])
         grid, block = _dims(s.get("grid"), f"{sw}: grid"), _dims(s.get("block"), f"{sw}: block")
         if any(c >= g for c, g in zip(cta, grid)):
             raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")

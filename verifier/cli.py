@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -89,21 +90,28 @@ def _progress():
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    """Kernel equivalence (engine only for now: no certificate yet) on a corpus's pairs.json."""
+    """Kernel equivalence on the pairs of a corpus (or one launch description); CTA ``check_cta`` only."""
     from pathlib import Path
 
+    from .kernels.certificate import kernel_certificate, pair_claim
     from .kernels.equiv import check_pair, load_pairs
+    from .kernels.launch import load_launch
 
-    base = Path(args.corpus)
-    try:
-        pairs = load_pairs(base)
-    except (OSError, ValueError, KeyError) as e:
-        raise Malformed(str(base / "pairs.json"), f"cannot read the pairs: {e}") from None
+    if args.launch:
+        base = Path(args.launch).parent
+        entry = load_launch(args.launch)
+        pairs = {entry["name"]: entry}
+    else:
+        base = Path(args.corpus)
+        try:
+            pairs = load_pairs(base)
+        except (OSError, ValueError, KeyError) as e:
+            raise Malformed(str(base / "pairs.json"), f"cannot read the pairs: {e}") from None
     names = args.names or sorted(pairs)
     unknown = [n for n in names if n not in pairs]
     if unknown:
-        raise Malformed(str(base / "pairs.json"), f"no pair named '{unknown[0]}'")
-    ok = True
+        raise Malformed(args.launch or str(base / "pairs.json"), f"no pair named '{unknown[0]}'")
+    ok, certified = True, []
     for name in names:
         t0 = time.monotonic()
         report = check_pair(pairs[name], base)
@@ -114,6 +122,14 @@ def cmd_kernels(args: argparse.Namespace) -> int:
               f"{'' if expected in (None, report.verdict) else f'  (expected {expected})'}")
         if report.verdict != "equivalent" or args.verbose:
             print(f"    {report.message}")
+        if args.emit_cert and report.verdict == "equivalent":
+            certified.append(pair_claim(name, pairs[name], base, report))
+    if args.emit_cert:
+        if certified:
+            Path(args.emit_cert).write_text(json.dumps(kernel_certificate(certified)))
+            print(f"certificate: {len(certified)} equivalent pair(s) written to {args.emit_cert}")
+        else:
+            print("certificate: not written (no pair was proved equivalent)")
     return ACCEPT if ok else REJECT
 
 
@@ -164,9 +180,11 @@ def parser() -> argparse.ArgumentParser:
     g = sub.add_parser("validate", help="validate graph IR files")
     g.add_argument("graphs", nargs="+")
     g.set_defaults(run=cmd_validate)
-    k = sub.add_parser("kernels", help="check reference/optimized PTX kernel pairs (CTA 0; no certificate yet)")
+    k = sub.add_parser("kernels", help="prove reference/optimized PTX kernel pairs equivalent (one CTA)")
     k.add_argument("names", nargs="*", help="pair names (default: every pair)")
     k.add_argument("--corpus", default="examples/kernels", help="folder with pairs.json and the PTX")
+    k.add_argument("--launch", metavar="FILE", help="one pair's launch description (JSON) instead of a corpus")
+    k.add_argument("--emit-cert", metavar="FILE", help="write a certificate of the equivalent pairs here")
     k.add_argument("--check-expected", action="store_true",
                    help="exit 0 iff every verdict is the one pairs.json expects (else: iff all equivalent)")
     k.add_argument("--verbose", action="store_true", help="print the message of every pair")

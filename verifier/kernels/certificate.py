@@ -13,6 +13,7 @@ from pathlib import Path
 
 from certificates import FORMAT, VERSION
 from certificates.limits import canonical_bytes
+from certificates.ptx import parse
 
 from .. import __version__
 from .equiv import Report
@@ -35,8 +36,10 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
     for side in SIDES:
         spec, res = entry[side], report.results[side]
         aid = f"{name}.{side}"
-        arts.append(_ptx_artifact(aid, (base / spec["ptx"]).read_text()))
-        claim[side] = {"ptx": aid, "entry": spec.get("entry"), "grid": list(spec["grid"]),
+        text = (base / spec["ptx"]).read_text()
+        arts.append(_ptx_artifact(aid, text))
+        entry_name = spec.get("entry") or parse(text, spec["ptx"]).kernel().name
+        claim[side] = {"ptx": aid, "entry": entry_name, "grid": list(spec["grid"]),
                        "block": list(spec["block"])}
         evidence[side] = {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness),
                           "outputs": {f"{t}[{i}]": str(v) for (t, i), v in sorted(res.outputs.items())}}
