@@ -2,8 +2,9 @@
 
 Every pair of examples/kernels/pairs.json (CTA 0 of the launch) in a fresh process:
 parse both PTX kernels, execute them symbolically with race and deadlock detection,
-decide every output element over the reals. Prints a table (pair, instructions, time,
-peak memory, verdict, expected) and writes bench/results/kernels.json.
+decide every output element over the reals; for an equivalent pair, write its certificate
+and replay it. Prints a table (pair, instructions, engine time, peak memory, verdict,
+expected, replay time) and writes bench/results/kernels.json.
 
 Peer figures (Volta, 24 cores): reductions 0.007 s, 64x64-tile SGEMM 500-570 s (K=4096),
 attention 80-170 s; a public reconstruction on this kind of machine (1 thread):
@@ -24,15 +25,30 @@ from verifier.bench import Harness  # noqa: E402
 
 def workload(pair: dict):
     def run() -> dict:
-        from verifier.kernels.equiv import CORPUS, check_pair
-        from certificates.ptx import parse_file
+        import json
+        import tempfile
+        import time
 
+        from certificates.ptx import parse_file
+        from certificates.replay import replay
+        from verifier.kernels.certificate import kernel_certificate, pair_claim
+        from verifier.kernels.equiv import CORPUS, check_pair
+
+        t0 = time.perf_counter()
         report = check_pair(pair)
+        seconds = time.perf_counter() - t0
         ops = sum(len(parse_file(CORPUS / pair[s]["ptx"]).kernel(pair[s].get("entry")).instrs)
                   for s in ("reference", "optimized"))
         expected = (pair.get("expected") or {}).get("verdict")
-        return {"ops": ops, "verdict": report.verdict,
-                "note": f"expected {expected}" + ("" if expected == report.verdict else "  MISMATCH")}
+        note = f"expected {expected}" + ("" if expected == report.verdict else "  MISMATCH")
+        if report.verdict == "equivalent":
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                json.dump(kernel_certificate([pair_claim(pair["name"], pair, CORPUS, report)]), f)
+            t0 = time.perf_counter()
+            ok = all(r.ok for r in replay(f.name))
+            note += f"; replay {time.perf_counter() - t0:.2f} s {'ACCEPT' if ok else 'REJECT'}"
+            os.unlink(f.name)
+        return {"ops": ops, "verdict": report.verdict, "seconds": seconds, "note": note}
     return run
 
 
