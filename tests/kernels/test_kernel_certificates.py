@@ -4,6 +4,7 @@ rejected when the schedule, witness, outputs, launch or PTX are tampered with.""
 from __future__ import annotations
 
 import copy
+import os
 import hashlib
 import json
 import random
@@ -159,3 +160,22 @@ def test_cli_launch_description(tmp_path):
                                "reference": {"ptx": "nope.ptx", "grid": [1, 1, 1], "block": [1, 1, 1]}}))
     r = run_pvcert("kernels", "--launch", str(bad))
     assert r.returncode == 2 and "reference.ptx: no file nope.ptx" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_vectorized_sgemm_certificate_replays(tmp_path):
+    """A 64x64-tile SGEMM with float4 loads: 256 threads, shared-memory tiles, barriers."""
+    ok, detail = outcome(certify("sgemm_vectorized"), tmp_path)
+    assert ok, detail
+
+
+SLOW = pytest.mark.skipif(os.environ.get("PVCERT_SLOW") != "1", reason="benchmark-sized: set PVCERT_SLOW=1")
+
+
+@pytest.mark.slow
+@SLOW
+@pytest.mark.parametrize("name", sorted(n for n, p in PAIRS.items()
+                                        if p["expected"]["verdict"] == "equivalent" and n not in SMALL))
+def test_every_equivalent_pair_replays(name, tmp_path):
+    """ldmatrix + mma.sync, WMMA, softmax and attention included (PVCERT_SLOW=1)."""
+    ok, detail = outcome(certify(name), tmp_path)
+    assert ok, detail
