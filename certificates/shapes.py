@@ -293,7 +293,8 @@ def parse_classes(obj, C: Constraints, where: str) -> dict[Axis, int]:
         if isinstance(d, bool) or not isinstance(d, int) or d < 1 or not isinstance(axes, list):
             raise Malformed(where, f"reduction class #{i}: needs an int 'divisor' >= 1 and a list 'axes'")
         for ax in axes:
-            a = tuple(ax) if isinstance(ax, list) and len(ax) == 3 else None
+            ok = isinstance(ax, list) and len(ax) == 3 and all(type(v) in (str, int) for v in ax)
+            a = tuple(ax) if ok else None
             if a is None or a[0] not in ("spec", "impl") or a not in C.size:
                 raise Malformed(where, f"reduction class #{i}: {ax!r} is not an axis of the graphs")
             if a in div:
@@ -392,13 +393,16 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
             if attrs or "attrs" in raw:
                 raw["attrs"] = attrs
         out[side] = new
-    rspec = parse_graph(out["spec"], f"{where}: reduced spec", limits)
-    rimpl = parse_graph(out["impl"], f"{where}: reduced impl", limits)
     shape = lambda r: impl.tensors[r].shape  # noqa: E731
     rels = {kind: {s: [str(_rescale_term(e, f"{kind}:{s}#{k}", full, shape)) for k, e in enumerate(es)]
                    for s, es in rel.items()} for kind, rel in relations.items()}
-    parsed = {kind: parse_relation(rel, rspec, rimpl, f"{where}: reduced {kind} relation", False, limits)
-              for kind, rel in rels.items()}
+    try:
+        rspec = parse_graph(out["spec"], f"{where}: reduced spec", limits)
+        rimpl = parse_graph(out["impl"], f"{where}: reduced impl", limits)
+        parsed = {kind: parse_relation(rel, rspec, rimpl, f"{where}: reduced {kind} relation", False, limits)
+                  for kind, rel in rels.items()}
+    except Malformed as e:  # the side conditions above should exclude this; never accept it
+        raise Unjustified(f"the reduced graphs do not type-check: {e}") from None
     return rspec, rimpl, parsed, out
 
 

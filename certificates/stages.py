@@ -34,8 +34,8 @@ def _stage(s, i: int, n: int, where: str) -> tuple:
 
 def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Check a staged refinement claim; raises ``replay.Rejected`` with the reason."""
-    spec = replay._graph(arts, claim.get("spec"), where, limits)
-    impl = replay._graph(arts, claim.get("impl"), where, limits)
+    spec = replay._graph(arts, replay._field(claim, "spec", str, where), where, limits)
+    impl = replay._graph(arts, replay._field(claim, "impl", str, where), where, limits)
     rels = {"input": refinement.parse_relation(claim.get("input_relation"), spec, impl,
                                                f"{where}: input_relation", True, limits),
             "output": refinement.parse_relation(claim.get("output_relation"), spec, impl,
@@ -64,7 +64,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     stages = [_stage(s, i, len(raw), where) for i, s in enumerate(raw)]
     by_name = {n.name: n for n in rspec.nodes}
     steps = [op for op, *_ in stages[:-1]]
-    if not stages or stages[-1][0] is not None or sorted(steps) != sorted(by_name):
+    if not stages or stages[-1][0] is not None or len(set(steps)) != len(steps) or set(steps) != set(by_name):
         raise replay.Rejected("stages must list every spec operator exactly once, then the expectations (null)")
     known, ranges = set(rspec.inputs), chain.integer_ranges(rimpl)
     keys: list[str] = []
