@@ -136,3 +136,14 @@ def test_gpt_block_at_four_times_the_sizes_is_reduced(tmp_path):
     assert res.verified and res.reduction.volume[1] < res.reduction.volume[0] / 2
     [claim] = _replay(res, tmp_path)
     assert claim.ok, claim.detail
+
+
+def test_certificate_matches_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    from referencing import Registry, Resource
+
+    from conftest import ROOT
+    schemas = [json.load(open(f"{ROOT}/certificates/schema/{n}-v1.json")) for n in ("graph", "certificate")]
+    registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in schemas])
+    jsonschema.Draft202012Validator(schemas[1], registry=registry).validate(
+        staged_certificate(verify_staged(mlp_chain(2))))
