@@ -32,7 +32,7 @@ class Tensor:
     dtype: str
     rank: int = 0
     role: str | None = None
-    range: tuple[int, int] | None = None  # integer inputs: values in [lo, hi)
+    range: tuple[int, int] | None = None  # integer inputs: values in [lo, hi); floats: sampling only
 
     @property
     def is_int(self) -> bool:

@@ -62,7 +62,7 @@ def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
         if t.is_int:
             lo, hi = t.range or (0, 2)
             return rng.randrange(lo, hi)
-        return rng.uniform(-1.0, 1.0)
+        return rng.uniform(*(t.range or (-1.0, 1.0)))   # a float range only guides sampling
 
     spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits)
     (_, s_env, i_env), = refinement.integer_assignments(r.spec, r.impl, spec_env, impl_env, limits)

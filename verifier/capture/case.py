@@ -95,8 +95,12 @@ def _first_line(e: BaseException) -> str:
     return s.splitlines()[0][:300] if s else type(e).__name__
 
 
-def declared(path: str) -> CaptureCase:
-    mod = _import(path)
+def declared(path: str):
+    """The module's ``CASE`` / ``make_case()``: a ``CaptureCase``, or a training plan
+    (``verifier.train.plan.TrainCase``, captured by the reference parallelizer)."""
+    mod = _import(path)   # puts the repository on sys.path: the plan's models live in examples/
+    from verifier.train.plan import TrainCase
+
     if hasattr(mod, "make_case"):
         try:
             c = mod.make_case()
@@ -106,8 +110,10 @@ def declared(path: str) -> CaptureCase:
         c = mod.CASE
     else:
         raise Malformed(path, "a case module defines CASE or make_case()")
+    if isinstance(c, TrainCase):
+        return c
     if not isinstance(c, CaptureCase):
-        raise Malformed(path, f"CASE must be a verifier.capture.case.CaptureCase, got {type(c).__name__}")
+        raise Malformed(path, f"CASE must be a CaptureCase or a TrainCase, got {type(c).__name__}")
     if not isinstance(c.world_size, int) or not 1 <= c.world_size <= 4096:
         raise Malformed(path, f"world_size {c.world_size!r} must be an int in 1..4096")
     return c
@@ -167,4 +173,9 @@ def load_case(path: str) -> Case:
     except ImportError:
         raise Malformed(path, "a Python case is captured from PyTorch: install torch==2.13.0 "
                               "(docs/capture.md)") from None
-    return capture_case(declared(path), where=path)
+    c = declared(path)
+    if isinstance(c, CaptureCase):
+        return capture_case(c, where=path)
+    from verifier.train.plan import plan_case
+
+    return plan_case(c).case

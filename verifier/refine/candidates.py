@@ -66,6 +66,8 @@ class Index:
                         break
             if same(v.reshape(want.shape), want):
                 out.append(_call("reshape", [t], shape=tuple(want.shape)))
+        if not out:  # 2-D meshes (DP x TP): copies combined over one group, then over another
+            out = [t for t, v in self._nested(region, want.size) if v.shape == want.shape and same(v, want)]
         if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
             out = self._slices(want, region)
         return self._simplest(out)
@@ -115,6 +117,30 @@ class Index:
                                for v in vals):
                             yield _call("concat", refs, dim=d), np.concatenate(vals, axis=d)
 
+    def _nested(self, region: set[str], numel: int):
+        """Copies combined over an inner group ``B`` and its translates ``B + (a - a0)``,
+        then over an outer group ``A`` meeting ``B`` in its first rank only."""
+        groups = set(self.groups)
+        for stem in sorted({base(t)[0] for t in region}):
+            copies = self.by_base.get(stem, {})
+            for outer, inner in itertools.permutations(self.groups, 2):
+                if outer[0] != inner[0] or set(outer) & set(inner) != {outer[0]}:
+                    continue
+                rows = [tuple(b - inner[0] + a for b in inner) for a in outer]
+                if any(r not in groups for r in rows):
+                    continue
+                names = [[copies.get(r) for r in row] for row in rows]
+                if any(n is None or n not in region for row in names for n in row):
+                    continue
+                vals = [[self.values[n] for n in row] for row in names]
+                if len({v.shape for row in vals for v in row}) != 1 or \
+                        vals[0][0].size * len(outer) * len(inner) < numel:
+                    continue
+                for inner_t, inner_v in _combos([[terms.Ref(n) for n in row] for row in names], vals):
+                    for t, v in _combos([[x] for x in inner_t], [[x] for x in inner_v], outer=True):
+                        if v.size == numel:
+                            yield t, v
+
     def _slices(self, want: np.ndarray, region: set[str]) -> list[terms.Term]:
         """A slice of a larger tensor along one dim (e.g. a padded vocabulary)."""
         out, shape = [], want.shape
@@ -135,3 +161,21 @@ class Index:
 def _call(fn: str, args: list, **kw) -> terms.Call:
     """A clean-expression node with its keys in the printer's order."""
     return terms.Call(fn, tuple(args), tuple(kw.items()))
+
+
+def _combos(refs: list[list], vals: list[list], outer: bool = False):
+    """Each row's copies summed or concatenated along one dim (the same for every row):
+    yields (list of row terms, list of row values); with ``outer``, the rows' single
+    items combined the same ways into one (term, value)."""
+    if outer:
+        items, vs = [r[0] for r in refs], [v[0] for v in vals]
+        if vs[0].dtype.kind == "f":
+            yield _call("sum", items), sum(vs[1:], vs[0])
+        for d in range(vs[0].ndim):
+            if all(v.shape[:d] + v.shape[d + 1:] == vs[0].shape[:d] + vs[0].shape[d + 1:] for v in vs):
+                yield _call("concat", items, dim=d), np.concatenate(vs, axis=d)
+        return
+    if vals[0][0].dtype.kind == "f":
+        yield [_call("sum", r) for r in refs], [sum(v[1:], v[0]) for v in vals]
+    for d in range(vals[0][0].ndim):
+        yield [_call("concat", r, dim=d) for r in refs], [np.concatenate(v, axis=d) for v in vals]
