@@ -2,8 +2,8 @@
 
 A value is a ratio ``Rat(n, d)`` of two polynomials. A polynomial maps terms to
 exact rational coefficients (``Q``: gmpy2's ``mpq``, else ``fractions.Fraction``); a term is ``(mono, expo)``: a monomial (sorted
-``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` itself a polynomial key (or
-``()`` for no exp factor). So ``exp(a) * exp(b) = exp(a + b)`` holds by construction,
+``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` itself a polynomial key (an ``Expo``,
+or ``()`` for no exp factor). So ``exp(a) * exp(b) = exp(a + b)`` holds by construction,
 as in Volta's decision procedure. Non-polynomial functions (tanh, sqrt, max, ...)
 are atoms whose names embed the canonical text of their normalized arguments, so
 equal arguments give the same atom. Two values are equal when ``n1*d2 - n2*d1``
@@ -51,6 +51,36 @@ def _is_array(o) -> bool:
     return hasattr(o, "ndim") and not isinstance(o, numbers.Number)
 
 
+class Expo(tuple):
+    """The key of a non-zero exponent polynomial with its hash computed once, so a term key
+    ``(mono, expo)`` hashes in O(1) where a nested tuple would be walked on every dict
+    access. Equality, order and hash are the plain tuple's (an ``Expo`` equals the key it
+    was made of), so nothing printed or compared changes; ``intern_expo`` interns them,
+    so equal exponents are mostly one object and compare by identity."""
+
+    def __init__(self, key: tuple) -> None:
+        self.h = tuple.__hash__(self)
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __reduce__(self):  # never carry a hash over to another process
+        return intern_expo, (tuple(self),)
+
+
+_EXPOS: dict[tuple, Expo] = {}
+
+
+def intern_expo(key: tuple) -> tuple:
+    """The interned exponent for the polynomial key ``key`` (``()`` for zero)."""
+    if not key or type(key) is Expo:
+        return key
+    e = _EXPOS.get(key)
+    if e is None:
+        e = _EXPOS[key] = Expo(key)
+    return e
+
+
 @lru_cache(maxsize=1 << 17)
 def _mono_mul(a: Mono, b: Mono) -> Mono:
     if not a:
@@ -63,13 +93,11 @@ def _mono_mul(a: Mono, b: Mono) -> Mono:
     return tuple(sorted((v, p) for v, p in d.items() if p))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=1 << 17)
 def _expo_add(a: tuple, b: tuple) -> tuple:
-    if not a:
-        return b
-    if not b:
-        return a
-    return Poly(dict(a)).add(Poly(dict(b))).key()
+    if not a or not b:
+        return intern_expo(a or b)
+    return intern_expo(Poly(dict(a)).add(Poly(dict(b))).key())
 
 
 class Poly:
@@ -106,9 +134,12 @@ class Poly:
         return None
 
     def add(self, o: "Poly", sign: int = 1) -> "Poly":
-        d = dict(self.t)
-        for k, c in o.t.items():
-            v = d.get(k, 0) + sign * c
+        a, b = self.t, o.t
+        if sign == 1 and len(b) > len(a):  # copy the larger, walk the smaller
+            a, b = b, a
+        d = dict(a)
+        for k, c in b.items():
+            v = d.get(k, 0) + (c if sign == 1 else -c)
             if v:
                 d[k] = v
             else:
@@ -181,6 +212,8 @@ def _min_mono(monos: list[Mono]) -> Mono:
     """The largest monomial dividing all of ``monos``."""
     common = dict(monos[0])
     for m in monos[1:]:
+        if not common:
+            break
         md = dict(m)
         common = {v: min(p, md[v]) for v, p in common.items() if v in md}
     return tuple(sorted((v, p) for v, p in common.items() if p > 0))
@@ -193,8 +226,9 @@ def _mono_div(m: Mono, g: Mono) -> Mono:
     return tuple(sorted((v, p) for v, p in d.items() if p))
 
 
+@lru_cache(maxsize=1 << 16)
 def _neg_expo(e: tuple) -> tuple:
-    return Poly(dict(e)).scale(Q(-1)).key() if e else ()
+    return intern_expo(Poly(dict(e)).scale(Q(-1)).key())
 
 
 class Rat:
@@ -215,18 +249,19 @@ class Rat:
         if len(d.t) == 1:  # a single term: divide it out as far as exactness allows
             (m, e), c = next(iter(d.t.items()))
             n = n.mul(Poly({((), _neg_expo(e)): 1 / c}))
-            g = _min_mono([k[0] for k in n.t] + [m])
-            n = Poly({(_mono_div(k[0], g), k[1]): v for k, v in n.t.items()})
-            m = _mono_div(m, g)
+            g = _min_mono([m] + [k[0] for k in n.t])
+            if g:
+                n = Poly({(_mono_div(k[0], g), k[1]): v for k, v in n.t.items()})
+                m = _mono_div(m, g)
             if not m:
                 self.n, self.d = n, ONE_P
                 return
             d = Poly({(m, ()): Q(1)})
         else:
-            lead = d.key()[0][1]
+            lead = d.t[min(d.t)]  # the first term in key() order
             if lead != 1:
                 n, d = n.scale(1 / lead), d.scale(1 / lead)
-        if n.key() == d.key():
+        if n.t == d.t:
             n, d = ONE_P, ONE_P
         self.n, self.d = n, d
 
@@ -248,7 +283,7 @@ class Rat:
         if _is_array(o):
             return NotImplemented
         o = Rat.of(o)
-        if self.d.key() == o.d.key():
+        if self.d is o.d or self.d.t == o.d.t:
             return Rat(self.n.add(o.n), self.d)
         return Rat(self.n.mul(o.d).add(o.n.mul(self.d)), self.d.mul(o.d))
 
@@ -267,6 +302,8 @@ class Rat:
         if _is_array(o):
             return NotImplemented
         o = Rat.of(o)
+        if self.d is ONE_P and o.d is ONE_P:
+            return Rat(self.n.mul(o.n))
         return Rat(self.n.mul(o.n), self.d.mul(o.d))
 
     __rmul__ = __mul__
@@ -292,8 +329,8 @@ class Rat:
         return out
 
     def equals(self, o: "Rat") -> bool:
-        if self.d.key() == o.d.key():
-            return self.n.key() == o.n.key()
+        if self.d.t == o.d.t:  # equal dicts: equal keys, without sorting
+            return self.n.t == o.n.t
         return self.n.mul(o.d).add(o.n.mul(self.d), -1).is_zero()
 
     def atoms(self) -> set[str]:
@@ -314,7 +351,7 @@ def apply(fn: str, *args) -> Rat:
     a = args[0]
     if fn == "exp":
         if a.d.constant() == 1:
-            return Rat(Poly({((), a.n.key()): Q(1)})) if not a.n.is_zero() else Rat.of(1)
+            return Rat(Poly({((), intern_expo(a.n.key())): Q(1)})) if not a.n.is_zero() else Rat.of(1)
     elif fn == "log":
         if a.d.constant() == 1 and len(a.n.t) == 1:
             ((mono, expo), c), = a.n.t.items()

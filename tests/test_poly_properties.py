@@ -299,3 +299,59 @@ def test_rat_defers_to_numpy_arrays():
     zero_d = np.array(y, dtype=object)
     assert Rat.of((x + zero_d) + zero_d).equals(x + 2 * y)
     assert (x * np.float64(1.5)).equals(Fraction(3, 2) * x) and (x * np.int64(3)).equals(3 * x)
+
+
+# ---------------------------------------------------------------- interned exponents
+
+def test_printed_forms_are_pinned():
+    """Printed normal forms are what certificates store and replay compares: these texts
+    were produced before exponent keys were interned and must never change."""
+    m = apply("max", x, y, z)
+    den = apply("exp", x - m) + apply("exp", y - m) + apply("exp", z - m)
+    cases = [
+        (apply("exp", x) * apply("exp", 2 * y) * (x + 1), "exp(x + 2*y) + x*exp(x + 2*y)"),
+        ((apply("exp", x - m) * y + apply("exp", y - m) * z) / den,
+         "(y*exp(-1*max(x, y, z) + x) + z*exp(-1*max(x, y, z) + y))/(exp(-1*max(x, y, z) + x)"
+         " + exp(-1*max(x, y, z) + y) + exp(-1*max(x, y, z) + z))"),
+        (apply("exp", apply("exp", x) - apply("exp", -y)) * apply("exp", apply("exp", -y)), "exp(exp(x))"),
+        ((3 * x * apply("exp", x * y)) / (6 * y * apply("exp", 2 * x)), "(1/2*x*exp(-2*x + x*y))/(y)"),
+        (apply("log", apply("exp", x * y + Fraction(1, 3))) + apply("tanh", x / (y + 1)),
+         "1/3 + tanh((x)/(1 + y)) + x*y"),
+        (apply("max", apply("max", x, 0), y - 1, Rat.of(-10**30)),
+         "max(-1 + y, -1000000000000000000000000000000, 0, x)"),
+        ((x + apply("sqrt", y)) / (apply("exp", -x) + 2 * z * apply("exp", y)),
+         "(sqrt(y) + x)/(exp(-1*x) + 2*z*exp(y))"),
+    ]
+    for value, text in cases:
+        assert str(value) == text
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(polys, polys)
+def test_printed_form_is_independent_of_operand_order(a, b):
+    """``add`` walks the smaller operand, so dict order differs; the text must not."""
+    ea, eb = apply("exp", a), apply("exp", b)
+    for u, v in [(a, b), (ea, eb), (ea * a, eb + b)]:
+        assert str(u + v) == str(v + u) and str(u * v) == str(v * u)
+        assert (u + v).equals(v + u) and (u * v).equals(v * u)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(polys)
+def test_exponent_keys_are_interned_and_equal_plain_keys(a):
+    import copy
+    import pickle
+
+    from certificates.poly import Expo, Poly, intern_expo
+    assume(not a.is_zero() and a.d.constant() == 1)
+    e = apply("exp", a)
+    ((_, k), _), = e.n.t.items()
+    plain = a.n.key()
+    assert type(k) is Expo and k is intern_expo(plain) and k is intern_expo(k)
+    assert k == plain and hash(k) == hash(plain) and str(k) == str(plain)
+    assert pickle.loads(pickle.dumps(k)) is k and copy.deepcopy(k) is k
+    # a term built from a plain (not interned) key is the same term
+    raw = Rat(Poly({((), plain): Q(1)}))
+    assert str(raw) == str(e) and raw.equals(e) and (raw - e).is_zero()
+    assert (raw * apply("exp", -a)).equals(Rat.of(1)) and str(raw + e) == str(2 * e)
+    assert str(pickle.loads(pickle.dumps(e * x))) == str(e * x)
