@@ -148,7 +148,13 @@ def key(local_spec: Graph, local_impl: Graph, rin: Relation, rout: Relation) -> 
 
 
 class Chain:
-    """Decides local obligations, once per canonical key."""
+    """Decides local obligations, once per canonical key.
+
+    An input with several equations binds its first one and the rest element by element
+    (``refinement.instantiate``); which comes first decides which copies are tied to the
+    spec's values (a constant tensor is related both ways: concat over either group of a
+    2-D mesh). Every order is a sound hypothesis, so a failed obligation is retried with
+    each other equation of each input first, and holds if any order proves it."""
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
         self.spec, self.impl, self.limits = spec, impl, limits
@@ -162,6 +168,16 @@ class Chain:
         if unusable:
             why = f"no relation of input '{unusable[0]}' can be used: each names a tensor the cone recomputes"
             return [Outcome(s, str(e), failure=why) for s, es in rout.items() for e in es]
+        out = self._decide(ls, li, rin, rout)
+        for t, es in rin.items():   # each input equation binds first in turn (see ``rotations``)
+            for i in range(1, len(es)):
+                if all(o.holds for o in out):
+                    return out
+                again = self._decide(ls, li, {**rin, t: [es[i]] + es[:i] + es[i + 1:]}, rout)
+                out = again if all(o.holds for o in again) else out
+        return out
+
+    def _decide(self, ls: Graph, li: Graph, rin: Relation, rout: Relation) -> list[Outcome]:
         k = key(ls, li, rin, rout)
         cached = self.cache.get(k)
         if cached is not None and all(c.holds for c in cached):

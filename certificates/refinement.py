@@ -72,8 +72,10 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
 
     ``fresh(label, tensor)`` makes the free value of one impl input element: a
     variable (symbolic check) or a random number (numeric test). A further
-    expression that cannot bind (a sum, or an element already used) is an error
-    if ``strict``, else left out: a weaker hypothesis, so still a sound obligation.
+    expression binds element by element: one still-free impl element of each element
+    equation is solved for. An expression that cannot bind every element (an element
+    already used) is an error if ``strict``; else the elements that cannot bind are left
+    out: a weaker hypothesis, so still a sound obligation.
     """
     impl_env = {}
     for n in impl.inputs:
@@ -99,14 +101,15 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
         for t in rest:
             elements = list(_labels(t, impl, offset).ravel())
             problem = _binding_problem(elements, taken, flat)
-            if problem is not None:
-                if strict:
-                    raise Unsupported(f"relation of '{name}': {t} {problem}")
-                continue
+            if problem is not None and strict:
+                raise Unsupported(f"relation of '{name}': {t} {problem}")
             for labs, val in zip(elements, spec_env[name].ravel()):
-                *others, last = labs  # last := value - others: exactly the solutions, others stay free
-                for lab in labs:
-                    taken.add(lab)
+                free = [lab for lab in labs if lab not in taken]
+                if not free or len(set(labs)) != len(labs):
+                    continue  # this element's equation is left out (weaker hypothesis)
+                last = free[-1]  # last := value - others: exactly the solutions, others stay free
+                others = [lab for lab in labs if lab != last]
+                taken.update(labs)
                 rest_sum = sum((impl_env[flat[o][0]].ravel()[flat[o][1]] for o in others), 0)
                 tensor, i = flat[last]
                 impl_env[tensor].ravel()[i] = val - rest_sum if others else val

@@ -245,7 +245,16 @@ def _slice_array(x: np.ndarray, d: int, lo: int, hi: int, st: int) -> np.ndarray
 
 
 def _sum_arrays(xs: list) -> np.ndarray:
-    return sum(xs[1:], xs[0])
+    return _array(sum(xs[1:], xs[0]))
+
+
+def _array(v) -> np.ndarray:
+    """``v`` as an array; a scalar (numpy unwraps 0-d results) as a 0-d object array."""
+    if isinstance(v, np.ndarray):
+        return v
+    a = np.empty((), dtype=object)
+    a[()] = v
+    return a
 
 
 _EVAL_OPS = (
@@ -265,4 +274,4 @@ def infer_shape(t: Term, shape: Callable[[str], Shape]) -> Shape:
 
 def evaluate(t: Term, value: Callable[[str], np.ndarray]) -> np.ndarray:
     """Value of ``t`` on arrays of any element type (symbolic, float, or integer labels)."""
-    return _fold(t, value, _EVAL_OPS)
+    return _fold(t, lambda n: _array(value(n)), _EVAL_OPS)

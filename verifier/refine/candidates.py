@@ -82,14 +82,16 @@ class Index:
     def _placement(self, t: terms.Term) -> tuple:
         if isinstance(t, terms.Ref):
             return (t.name,)
+        if all(self.impl.tensors[r].shape == () for r in terms.refs(t)):
+            return (str(t),)   # scalars: nothing to place (0-d label arrays do not survive the ops)
         v = np.asarray(terms.evaluate(t, self._labels), dtype=object)
-        return v.shape, tuple(frozenset(x) if isinstance(x, tuple) else frozenset() for x in v.ravel())
+        return v.shape, tuple(x.items if isinstance(x, _Lab) else frozenset() for x in v.ravel())
 
     @functools.lru_cache(maxsize=None)
     def _labels(self, n: str) -> np.ndarray:
         out = np.empty(self.impl.tensors[n].shape, dtype=object)
         for ix in np.ndindex(*out.shape):
-            out[ix] = ((n, ix),)
+            out[ix] = _Lab(frozenset({(n, ix)}))
         return out
 
     def _bases(self, region: set[str], numel: int):
@@ -156,6 +158,20 @@ class Index:
                         out.append(_call("slice", [terms.Ref(t)], dim=d, start=lo, end=lo + shape[d]))
                         break
         return out
+
+
+class _Lab:
+    """The impl elements one element of an expression is made of (sums join them)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: frozenset) -> None:
+        self.items = items
+
+    def __add__(self, o):
+        return _Lab(self.items | o.items) if isinstance(o, _Lab) else self
+
+    __radd__ = __add__
 
 
 def _call(fn: str, args: list, **kw) -> terms.Call:
