@@ -53,24 +53,32 @@ class Index:
         used: the checker rejects relations that mix the two.
         """
         region = {t for t in region if self.impl.tensors[t].is_int == is_int}
+        out = self._match(self._bases(region, want.size), want)
+        if not out:  # 2-D meshes (DP x TP): copies combined over one group, then over another
+            out = self._match(self._nested(region, want.size), want)
+        if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
+            out = self._slices(want, region)
+        return self._simplest(out)
+
+    @staticmethod
+    def _match(bases, want: np.ndarray) -> list[terms.Term]:
+        """Each base as is, permuted or reshaped, where its value equals ``want``."""
         out: list[terms.Term] = []
-        for t, v in self._bases(region, want.size):
+        for t, v in bases:
+            if v.size != want.size:
+                continue
             if v.shape == want.shape:
                 if same(v, want):
                     out.append(t)
                 continue
-            if sorted(v.shape) == sorted(want.shape) and v.ndim <= 4:
+            if sorted(v.shape) == sorted(want.shape) and v.ndim <= 5:
                 for p in itertools.permutations(range(v.ndim)):
                     if tuple(v.shape[i] for i in p) == want.shape and same(np.transpose(v, p), want):
                         out.append(_call("permute", [t], dims=tuple(p)))
                         break
             if same(v.reshape(want.shape), want):
                 out.append(_call("reshape", [t], shape=tuple(want.shape)))
-        if not out:  # 2-D meshes (DP x TP): copies combined over one group, then over another
-            out = [t for t, v in self._nested(region, want.size) if v.shape == want.shape and same(v, want)]
-        if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
-            out = self._slices(want, region)
-        return self._simplest(out)
+        return out
 
     def _simplest(self, exprs: list[terms.Term]) -> list[terms.Term]:
         """One expression per placement (which impl element lands where), the shortest first."""
@@ -139,9 +147,7 @@ class Index:
                         vals[0][0].size * len(outer) * len(inner) < numel:
                     continue
                 for inner_t, inner_v in _combos([[terms.Ref(n) for n in row] for row in names], vals):
-                    for t, v in _combos([[x] for x in inner_t], [[x] for x in inner_v], outer=True):
-                        if v.size == numel:
-                            yield t, v
+                    yield from _combos([[x] for x in inner_t], [[x] for x in inner_v], outer=True)
 
     def _slices(self, want: np.ndarray, region: set[str]) -> list[terms.Term]:
         """A slice of a larger tensor along one dim (e.g. a padded vocabulary)."""
