@@ -15,11 +15,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import numpy as np
 
 from certificates import terms
 from certificates.chain import Chain, integer_ranges, key, obligation
@@ -28,6 +31,7 @@ from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation, check
 
+from .. import direct
 from ..case import Case
 from ..refine import Inference, infer
 from .reduce import Reduction, reduce_case
@@ -36,17 +40,44 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 class _Deferred(Chain):
-    """A chain that accepts every candidate now; the stages are proved afterwards."""
+    """A chain that keeps a candidate if it also matches on a second random run; proofs come later."""
+
+    def __init__(self, spec: Graph, impl: Graph, limits: Limits, values: tuple[dict, dict]) -> None:
+        super().__init__(spec, impl, limits)
+        self.values = values
 
     def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
-        return [Outcome(s, str(e)) for s, es in outputs.items() for e in es]
+        s_vals, i_vals = self.values
+        outs = []
+        for s, es in outputs.items():
+            for e in es:
+                got = np.asarray(terms.evaluate(e, i_vals.__getitem__), dtype=float)
+                same = got.shape == s_vals[s].shape and np.allclose(got, np.asarray(s_vals[s], dtype=float),
+                                                                    rtol=1e-6, atol=1e-9, equal_nan=True)
+                outs.append(Outcome(s, str(e), failure=None if same else "differs on a second random run"))
+        return outs
+
+
+class _Reusing(Chain):
+    """The sequential chain, reusing the verdicts of stages already proved in parallel (by key)."""
+
+    def __init__(self, spec: Graph, impl: Graph, limits: Limits, proved: dict[str, list[tuple]]) -> None:
+        super().__init__(spec, impl, limits)
+        self.proved = proved
+
+    def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
+        ls, li, rin, rout = obligation(self.spec, self.impl, rel, node, outputs, self.ranges)
+        outs = self.proved.get(hashlib.sha256(key(ls, li, rin, rout).encode()).hexdigest())
+        if outs and all(o[4] is None for o in outs):
+            return [Outcome(t, str(e), *o[2:]) for (t, e), o in zip(_pairs(outputs), outs)]
+        return super().prove(rel, node, outputs)
 
 
 @dataclass
 class Stage:
     op: str | None                      # spec operator; None: the expectations
-    rin: dict[str, list[str]]           # relations of the operator's inputs (or of the expected tensors)
-    rout: dict[str, list[str]]          # the relations it proves
+    rin: Relation                       # relations of the operator's inputs (or of the expected tensors)
+    rout: Relation                      # the relations it proves
     key: str = ""                       # sha256 of the canonical obligation
     rep: int = 0                        # index of the stage that proves this one
     outcomes: list[Outcome] = field(default_factory=list)
@@ -61,6 +92,7 @@ class StagedResult:
     fallback: bool = False              # the sequential engine had to redo inference
     seconds: dict[str, float] = field(default_factory=dict)
     failure: str | None = None
+    proved: dict[str, list[tuple]] = field(default_factory=dict)  # verdicts by stage key
 
     @property
     def verified(self) -> bool:
@@ -75,23 +107,19 @@ def plan(inf: Inference) -> list[Stage]:
     """The stages of an inference: one per step in order, then the expectations; deduplicated."""
     r, rel = inf.prepared, inf.relation
     by_name = {n.name: n for n in r.spec.nodes}
-    text = lambda es: [str(e) for e in es]  # noqa: E731
     stages = []
     for name in inf.steps:
         node = by_name[name]
-        stages.append(Stage(name, {t: text(rel[t]) for t in dict.fromkeys(node.inputs) if t is not None},
-                            {t: text(rel[t]) for t in node.outputs}))
-    stages.append(Stage(None, {t: text(rel[t]) for t in r.expect}, {t: text(es) for t, es in r.expect.items()}))
+        stages.append(Stage(name, {t: rel[t] for t in dict.fromkeys(node.inputs) if t is not None},
+                            {t: rel[t] for t in node.outputs}))
+    goal = {**r.expect, **{t: rel[t] for t in r.spec.outputs if t not in r.expect}}  # the claim's order
+    stages.append(Stage(None, {t: rel[t] for t in goal}, goal))
     ranges, first = integer_ranges(r.impl), {}
     for i, st in enumerate(stages):
-        ls, li, rin, rout = obligation(r.spec, r.impl, _parse(st.rin), by_name.get(st.op), _parse(st.rout), ranges)
+        ls, li, rin, rout = obligation(r.spec, r.impl, st.rin, by_name.get(st.op), st.rout, ranges)
         st.key = hashlib.sha256(key(ls, li, rin, rout).encode()).hexdigest()
         st.rep = first.setdefault(st.key, i)
     return stages
-
-
-def _parse(rel: dict[str, list[str]]) -> Relation:
-    return {t: [terms.parse(e) for e in es] for t, es in rel.items()}
 
 
 # ---------------------------------------------------------------- discharging one stage (any process)
@@ -100,18 +128,18 @@ _PARSED: list = [None, None]  # (graphs value, its parsed graphs and integer ran
 
 
 def _graphs(graphs: tuple[dict, dict]) -> tuple[Graph, Graph, dict]:
-    if _PARSED[0] is not graphs:
+    if _PARSED[0] is None or any(a is not b for a, b in zip(_PARSED[0], graphs)):
         spec, impl = parse_graph(graphs[0], "staged spec"), parse_graph(graphs[1], "staged impl")
         _PARSED[:] = [graphs, (spec, impl, integer_ranges(impl))]
     return _PARSED[1]
 
 
-def discharge(graphs: tuple[dict, dict], op: str | None, rin: dict, rout: dict, limits: dict) -> list[tuple]:
+def discharge(graphs: tuple[dict, dict], op: str | None, rin: Relation, rout: Relation, limits: dict) -> list[tuple]:
     """Prove one stage; returns ``(spec, expr, elements, methods, failure)`` per equation."""
     spec, impl, ranges = _graphs(graphs)
     node = next((n for n in spec.nodes if n.name == op), None)
     lim = Limits(**limits)
-    ls, li, hyp, goal = obligation(spec, impl, _parse(rin), node, _parse(rout), ranges)
+    ls, li, hyp, goal = obligation(spec, impl, rin, node, rout, ranges)
     empty = [t for t, es in hyp.items() if not es]
     try:
         if empty:
@@ -161,22 +189,39 @@ def _run(graphs: tuple[dict, dict], tasks: list[tuple], jobs: int, executor: str
         return out
 
 
+def _pairs(rel: Relation) -> list[tuple[str, terms.Term]]:
+    return [(t, e) for t, es in rel.items() for e in es]
+
+
 def _prove(res: StagedResult, case: Case, jobs: int, executor: str | None, limits: Limits,
            progress: Progress | None) -> bool:
-    """Plan and discharge the stages of ``res.inference``; True if every representative holds."""
-    res.stages = plan(res.inference)
-    reps = [i for i, s in enumerate(res.stages) if s.rep == i]
+    """Prove the stages of ``res.inference``, one per class; a failing candidate is dropped from the
+    relation and the changed stages are proved again. False if an expectation or a whole output fails."""
     lim = {f.name: getattr(limits, f.name) for f in dataclasses.fields(limits) if f.name != "start"}
-    tasks = [(res.stages[i].op, res.stages[i].rin, res.stages[i].rout, lim) for i in reps]
-    tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
-    results = _run((case.spec, case.impl), tasks, jobs, executor, tell)
-    for i, outs in zip(reps, results):
-        res.stages[i].outcomes = [Outcome(*o) for o in outs]
-    for st in res.stages:
-        st.outcomes = st.outcomes or [dataclasses.replace(o) for o in res.stages[st.rep].outcomes]
-    bad = next((o for s in res.stages for o in s.outcomes if not o.holds), None)
-    res.failure = bad and f"{bad.spec} = {bad.expr}: {bad.failure}"
-    return bad is None
+    proved = res.proved
+    rel = res.inference.relation
+    while True:
+        res.stages = plan(res.inference)
+        todo = [i for i, s in enumerate(res.stages) if s.rep == i and s.key not in proved]
+        tasks = [(res.stages[i].op, res.stages[i].rin, res.stages[i].rout, lim) for i in todo]
+        tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
+        for i, outs in zip(todo, _run((case.spec, case.impl), tasks, jobs, executor, tell)):
+            proved[res.stages[i].key] = outs
+        wrong = []
+        for st in res.stages:  # a stage's equations in the order of its class representative's
+            st.outcomes = [Outcome(t, str(e), *o[2:]) for (t, e), o in zip(_pairs(st.rout), proved[st.key])]
+            wrong += [(st, t, e) for (t, e), o in zip(_pairs(st.rout), st.outcomes) if not o.holds]
+        if not wrong:
+            return True
+        dropped = False
+        for st, t, e in wrong:
+            if st.op is not None and e in rel[t] and len(rel[t]) > 1:
+                rel[t].remove(e)
+                dropped = True
+        if not dropped:  # an expectation, or an output that would be left without an expression
+            st, t, e = wrong[0]
+            res.failure = f"{t} = {e}: {next(o.failure for o in st.outcomes if not o.holds)}"
+            return False
 
 
 def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
@@ -188,12 +233,16 @@ def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce
     work = red.case if red else case
     t1 = time.monotonic()
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None
-    res = StagedResult(case, red, infer(work, seed, limits, step, chain=_Deferred))
+    try:
+        values = direct.numeric_values(direct.prepare(work, limits), seed + 1, limits)
+        res = StagedResult(case, red, infer(work, seed, limits, step, chain=functools.partial(_Deferred, values=values)))
+    except direct.ImplFailed:  # the sequential engine reports it
+        res = StagedResult(case, red, infer(work, seed, limits, step))
     t2 = time.monotonic()
     ok = res.inference.verified and _prove(res, work, jobs, executor, limits, progress)
     if not ok:  # the sequential engine proves as it goes: it drops failing candidates or reports the bug
         res.fallback, res.failure, res.stages = True, None, []
-        res.inference = infer(work, seed, limits, step)
+        res.inference = infer(work, seed, limits, step, chain=functools.partial(_Reusing, proved=res.proved))
         if res.inference.verified:
             _prove(res, work, jobs, executor, limits, progress)
     t3 = time.monotonic()
