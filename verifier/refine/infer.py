@@ -95,10 +95,11 @@ class Region:
 
 
 def infer(case: Case, seed: int = 0, limits: Limits | None = None,
-          progress: Callable[[int, int, str], None] | None = None, chain: type[Chain] = Chain) -> Inference:
+          progress: Callable[[int, int, str], None] | None = None,
+          chain: Callable[[Graph, Graph, Limits], Chain] = Chain) -> Inference:
     """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step.
 
-    ``chain`` proves each step (a subclass may defer the proofs: ``verifier.stages.run``).
+    ``chain`` makes the prover of the steps (``verifier.stages.run`` defers the proofs).
     """
     limits = limits or Limits()
     start = time.monotonic()

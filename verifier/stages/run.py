@@ -1,15 +1,16 @@
 """Staged runs: infer by value on the reduced case, then prove every stage class once, in parallel.
 
 1. ``reduce_case`` shrinks the case (``reduce.py``); the checker re-checks that reduction.
-2. The per-operator engine infers the relation with a deferring chain: candidates found by
-   value are accepted for now, so inference needs no solver.
+2. The per-operator engine infers the relation with a deferring chain: a candidate found by
+   value is kept if it also matches on a second random run; no solver runs yet.
 3. Stages are the local obligations of the chain (one per spec operator, one for the
    expectations); stages equal modulo renaming (``certificates.chain.key``) form a class
    and only its first stage, the representative, is proved.
 4. Representatives are discharged in-process (``jobs=1``), in a local process pool, or on
    a Dask cluster (``executor="dask://HOST:PORT"``).
-5. If a proof fails, the engine's sequential inference (which proves as it goes and drops
-   candidates that fail) runs instead, and its stages are discharged the same way.
+5. A candidate whose proof fails is dropped and the changed stages are proved again; if an
+   expectation fails or an output loses its last expression, the engine's sequential
+   inference runs instead (reusing every verdict found) and reports the bug as usual.
 """
 
 from __future__ import annotations
