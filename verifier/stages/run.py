@@ -8,9 +8,9 @@
    and only its first stage, the representative, is proved.
 4. Representatives are discharged in-process (``jobs=1``), in a local process pool, or on
    a Dask cluster (``executor="dask://HOST:PORT"``).
-5. A candidate whose proof fails is dropped and the changed stages are proved again; if an
-   expectation fails or an output loses its last expression, the engine's sequential
-   inference runs instead (reusing every verdict found) and reports the bug as usual.
+5. If a proof fails, the engine's sequential inference (which proves as it goes and drops
+   candidates that fail) runs instead, reusing every verdict already found (by key), and
+   reports the bug as usual; its stages are then planned and discharged the same way.
 """
 
 from __future__ import annotations
@@ -196,33 +196,19 @@ def _pairs(rel: Relation) -> list[tuple[str, terms.Term]]:
 
 def _prove(res: StagedResult, case: Case, jobs: int, executor: str | None, limits: Limits,
            progress: Progress | None) -> bool:
-    """Prove the stages of ``res.inference``, one per class; a failing candidate is dropped from the
-    relation and the changed stages are proved again. False if an expectation or a whole output fails."""
+    """Plan the stages of ``res.inference`` and prove each class once; True if every stage holds."""
     lim = {f.name: getattr(limits, f.name) for f in dataclasses.fields(limits) if f.name != "start"}
-    proved = res.proved
-    rel = res.inference.relation
-    while True:
-        res.stages = plan(res.inference)
-        todo = [i for i, s in enumerate(res.stages) if s.rep == i and s.key not in proved]
-        tasks = [(res.stages[i].op, res.stages[i].rin, res.stages[i].rout, lim) for i in todo]
-        tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
-        for i, outs in zip(todo, _run((case.spec, case.impl), tasks, jobs, executor, tell)):
-            proved[res.stages[i].key] = outs
-        wrong = []
-        for st in res.stages:  # a stage's equations in the order of its class representative's
-            st.outcomes = [Outcome(t, str(e), *o[2:]) for (t, e), o in zip(_pairs(st.rout), proved[st.key])]
-            wrong += [(st, t, e) for (t, e), o in zip(_pairs(st.rout), st.outcomes) if not o.holds]
-        if not wrong:
-            return True
-        dropped = False
-        for st, t, e in wrong:
-            if st.op is not None and e in rel[t] and len(rel[t]) > 1:
-                rel[t].remove(e)
-                dropped = True
-        if not dropped:  # an expectation, or an output that would be left without an expression
-            st, t, e = wrong[0]
-            res.failure = f"{t} = {e}: {next(o.failure for o in st.outcomes if not o.holds)}"
-            return False
+    res.stages = plan(res.inference)
+    todo = [i for i, s in enumerate(res.stages) if s.rep == i and s.key not in res.proved]
+    tasks = [(res.stages[i].op, res.stages[i].rin, res.stages[i].rout, lim) for i in todo]
+    tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
+    for i, outs in zip(todo, _run((case.spec, case.impl), tasks, jobs, executor, tell)):
+        res.proved[res.stages[i].key] = outs
+    for st in res.stages:  # a stage's equations come in the order of its representative's
+        st.outcomes = [Outcome(t, str(e), *o[2:]) for (t, e), o in zip(_pairs(st.rout), res.proved[st.key])]
+    bad = next(((st, o) for st in res.stages for o in st.outcomes if not o.holds), None)
+    res.failure = bad and f"stage {bad[0].op or 'expectations'}: {bad[1].spec} = {bad[1].expr}: {bad[1].failure}"
+    return bad is None
 
 
 def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
