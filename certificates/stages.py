@@ -20,7 +20,7 @@ from .errors import Malformed
 from .limits import Limits, canonical_bytes
 
 
-def _stage(s, i: int, n: int, where: str) -> tuple:
+def _stage(s, i: int, where: str) -> tuple:
     w = f"{where}: stage #{i}"
     if not isinstance(s, dict) or not (s.get("op") is None or isinstance(s.get("op"), str)):
         raise Malformed(w, "needs 'op' (a spec operator name, or null for the expectations)")
@@ -61,7 +61,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         raise Malformed(where, "evidence relation redefines a spec input")
     rel = {**red["input"], **found}
     raw = replay._field(evidence, "stages", list, where)
-    stages = [_stage(s, i, len(raw), where) for i, s in enumerate(raw)]
+    stages = [_stage(s, i, where) for i, s in enumerate(raw)]
     by_name = {n.name: n for n in rspec.nodes}
     steps = [op for op, *_ in stages[:-1]]
     if not stages or stages[-1][0] is not None or len(set(steps)) != len(steps) or set(steps) != set(by_name):
