@@ -222,7 +222,8 @@ def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None
     try:
         values = direct.numeric_values(direct.prepare(work, limits), seed + 1, limits)
-        res = StagedResult(case, red, infer(work, seed, limits, step, chain=functools.partial(_Deferred, values=values)))
+        deferred = functools.partial(_Deferred, values=values)
+        res = StagedResult(case, red, infer(work, seed, limits, step, chain=deferred))
     except direct.ImplFailed:  # the sequential engine reports it
         res = StagedResult(case, red, infer(work, seed, limits, step))
     t2 = time.monotonic()
