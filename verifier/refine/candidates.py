@@ -41,6 +41,7 @@ class Index:
         self.impl, self.values = impl, values
         self.groups = groups  # rank groups over which copies concatenate or sum
         self.by_base: dict[str, dict[int, str]] = defaultdict(dict)
+        self.totals: dict[str, float] = {}
         for t in impl.tensors:
             stem, rank = base(t)
             if rank is not None:
@@ -53,19 +54,29 @@ class Index:
         used: the checker rejects relations that mix the two.
         """
         region = {t for t in region if self.impl.tensors[t].is_int == is_int}
-        out = self._match(self._bases(region, want.size), want)
+        self.aim(want)
+        out = self.match(self._bases(region, want.size), want)
         if not out:  # 2-D meshes (DP x TP): copies combined over one group, then over another
-            out = self._match(self._nested(region, want.size), want)
+            out = self.match(self._nested(region, want.size), want)
         if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
             out = self._slices(want, region)
         return self._simplest(out)
 
-    @staticmethod
-    def _match(bases, want: np.ndarray) -> list[terms.Term]:
+    def aim(self, want: np.ndarray) -> None:
+        """Remember what ``want`` holds: its grand total and its sorted values."""
+        w = np.asarray(want, dtype=float)
+        self.want = (float(w.sum()), 1e-9 * w.size + 2e-7 * float(np.abs(w).sum()))
+        self.sorted_want = np.sort(want, axis=None)
+
+    def _moved(self, v: np.ndarray) -> bool:
+        """Whether ``v`` holds the wanted multiset of values (what any move keeps)."""
+        return v.size == self.sorted_want.size and same(np.sort(v, axis=None), self.sorted_want)
+
+    def match(self, bases, want: np.ndarray) -> list[terms.Term]:
         """Each base as is, permuted or reshaped, where its value equals ``want``."""
         out: list[terms.Term] = []
         for t, v in bases:
-            if v.size != want.size:
+            if not self._moved(v):
                 continue
             if v.shape == want.shape:
                 if same(v, want):
@@ -102,17 +113,27 @@ class Index:
             out[ix] = _Lab(frozenset({(n, ix)}))
         return out
 
+    def _total_fits(self, names: list[str]) -> bool:
+        """Whether the copies' grand total is the wanted one: moves (concat, permute,
+        reshape) and sums keep the total of all elements, so this prunes cheaply."""
+        tot = 0.0
+        for n in names:
+            if n not in self.totals:
+                self.totals[n] = float(np.asarray(self.values[n], dtype=float).sum())
+            tot += self.totals[n]
+        return abs(tot - self.want[0]) <= self.want[1]
+
     def _bases(self, region: set[str], numel: int):
         """(expression, value) pairs with ``numel`` elements: tensors, and copies concatenated or summed."""
         for t in sorted(region):
             v = self.values.get(t)
-            if v is not None and v.size == numel:
+            if v is not None and v.size == numel and self._total_fits([t]):
                 yield terms.Ref(t), v
         for stem in sorted({base(t)[0] for t in region}):
             copies = self.by_base.get(stem, {})
             for g in self.groups:
                 names = [copies.get(r) for r in g]
-                if any(n is None or n not in region for n in names):
+                if any(n is None or n not in region for n in names) or not self._total_fits(names):
                     continue
                 vals = [self.values[n] for n in names]
                 if any(v.ndim != vals[0].ndim for v in vals) or sum(v.size for v in vals) < numel:
@@ -140,14 +161,28 @@ class Index:
                 if any(r not in groups for r in rows):
                     continue
                 names = [[copies.get(r) for r in row] for row in rows]
-                if any(n is None or n not in region for row in names for n in row):
+                if any(n is None or n not in region for row in names for n in row) or \
+                        not self._total_fits([n for row in names for n in row]):
                     continue
                 vals = [[self.values[n] for n in row] for row in names]
                 if len({v.shape for row in vals for v in row}) != 1 or \
                         vals[0][0].size * len(outer) * len(inner) < numel:
                     continue
-                for inner_t, inner_v in _combos([[terms.Ref(n) for n in row] for row in names], vals):
-                    yield from _combos([[x] for x in inner_t], [[x] for x in inner_v], outer=True)
+                refs = [[terms.Ref(n) for n in row] for row in names]
+                for inner_kind in ("sum", "concat"):
+                    if vals[0][0].dtype.kind != "f" and inner_kind == "sum":
+                        continue
+                    rows = [sum(r[1:], r[0]) for r in vals] if inner_kind == "sum" else None
+                    kinds = {"sum", "concat"}   # prune by the multiset of values where it is known
+                    if inner_kind == "concat" and not self._moved(np.concatenate([v.ravel() for r in vals for v in r])):
+                        kinds.discard("concat")
+                    if inner_kind == "sum" and not self._moved(np.concatenate([x.ravel() for x in rows])):
+                        kinds.discard("concat")
+                    if inner_kind == "sum" and not self._moved(sum(rows[1:], rows[0])):
+                        kinds.discard("sum")
+                    if kinds:
+                        for inner_t, inner_v in _combos(refs, vals, inner_kind):
+                            yield from _combos([[x] for x in inner_t], [[x] for x in inner_v], "outer", kinds)
 
     def _slices(self, want: np.ndarray, region: set[str]) -> list[terms.Term]:
         """A slice of a larger tensor along one dim (e.g. a padded vocabulary)."""
@@ -185,19 +220,20 @@ def _call(fn: str, args: list, **kw) -> terms.Call:
     return terms.Call(fn, tuple(args), tuple(kw.items()))
 
 
-def _combos(refs: list[list], vals: list[list], outer: bool = False):
-    """Each row's copies summed or concatenated along one dim (the same for every row):
-    yields (list of row terms, list of row values); with ``outer``, the rows' single
-    items combined the same ways into one (term, value)."""
-    if outer:
+def _combos(refs: list[list], vals: list[list], kind: str, outer_kinds=("sum", "concat")):
+    """Each row's copies summed (``kind`` "sum") or concatenated along one dim, the same for
+    every row ("concat"): yields (row terms, row values). With ``kind`` "outer", the rows'
+    single items combined by ``outer_kinds`` into one (term, value)."""
+    if kind == "outer":
         items, vs = [r[0] for r in refs], [v[0] for v in vals]
-        if vs[0].dtype.kind == "f":
+        if vs[0].dtype.kind == "f" and "sum" in outer_kinds:
             yield _call("sum", items), sum(vs[1:], vs[0])
-        for d in range(vs[0].ndim):
-            if all(v.shape[:d] + v.shape[d + 1:] == vs[0].shape[:d] + vs[0].shape[d + 1:] for v in vs):
-                yield _call("concat", items, dim=d), np.concatenate(vs, axis=d)
-        return
-    if vals[0][0].dtype.kind == "f":
+        if "concat" in outer_kinds:
+            for d in range(vs[0].ndim):
+                if all(v.shape[:d] + v.shape[d + 1:] == vs[0].shape[:d] + vs[0].shape[d + 1:] for v in vs):
+                    yield _call("concat", items, dim=d), np.concatenate(vs, axis=d)
+    elif kind == "sum":
         yield [_call("sum", r) for r in refs], [sum(v[1:], v[0]) for v in vals]
-    for d in range(vals[0][0].ndim):
-        yield [_call("concat", r, dim=d) for r in refs], [np.concatenate(v, axis=d) for v in vals]
+    else:
+        for d in range(vals[0][0].ndim):
+            yield [_call("concat", r, dim=d) for r in refs], [np.concatenate(v, axis=d) for v in vals]

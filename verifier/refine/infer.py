@@ -11,10 +11,13 @@ The first operator with an output that no candidate proves is reported.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
+
+import numpy as np
 
 from certificates import terms
 from certificates.chain import Chain
@@ -25,7 +28,7 @@ from certificates.refinement import Outcome, Relation, parse_relation
 
 from .. import direct
 from ..case import Case
-from .candidates import Index
+from .candidates import Index, base
 
 
 @dataclass
@@ -60,6 +63,67 @@ def _groups(impl: Graph) -> list[tuple[int, ...]]:
     gs = {tuple(n.group) for n in impl.nodes if n.group is not None and not n.op.p2p}
     gs.add(tuple(range(impl.world_size)))
     return sorted(gs, key=lambda g: (len(g), g))
+
+
+def _prove(prover: Chain, rel: dict, v: Node, found: dict) -> list[Outcome]:
+    try:
+        return prover.prove(rel, v, found)
+    except Unsupported as e:  # e.g. an integer tensor whose values cannot be enumerated
+        return [Outcome(o, str(c), failure=str(e)) for o, cs in found.items() for c in cs]
+
+
+def _propagated(v: Node, out: str, rel: dict, region: "Region", index: Index, want) -> list[terms.Term]:
+    """The cheap first guesses (most steps of a layer stack): each input equation with
+    every impl tensor replaced by the output of a consumer doing what ``v`` does (the
+    consumers named alike on every rank, each such name one guess), kept if its value
+    equals ``want``. If they do not prove, the full search runs."""
+    k, guesses = v.outputs.index(out), {}
+    index.aim(want)
+    for u in dict.fromkeys(t for t in v.inputs if t is not None):
+        for e in rel.get(u, []):
+            leaves = terms.refs(e)
+            outs = [{base(n.name)[0]: n.outputs[k] for n in region.consumers.get(x, [])
+                     if n.target == v.target and len(n.outputs) > k} for x in leaves]
+            for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
+                names = {x: o[stem] for x, o in zip(leaves, outs)}
+                for guess in _variants(terms.rename(e, names.__getitem__), want.ndim):
+                    try:
+                        val = np.asarray(terms.evaluate(guess, index.values.__getitem__))
+                    except (terms.TermError, ValueError, KeyError):
+                        continue
+                    hit = index.match([(guess, val)], want)   # as is, permuted or reshaped
+                    if hit:
+                        guesses.setdefault(str(hit[0]), hit[0])
+                        break
+    return list(guesses.values())
+
+
+def _variants(t: terms.Term, ndim: int, limit: int = 64):
+    """``t`` first, then ``t`` with each combining node (concat or sum) made a sum or a
+    concat along any dim: the op may move the sharded dim (t, permute, view) or turn a
+    shard into a partial sum (a contraction)."""
+    yield t
+    nodes = []
+
+    def walk(x):
+        if isinstance(x, terms.Call) and x.fn in ("concat", "sum"):
+            nodes.append(x)
+        if isinstance(x, terms.Call):
+            for a in x.args:
+                walk(a)
+    walk(t)
+    kinds = [("sum", ())] + [("concat", (("dim", d),)) for d in range(ndim)]
+    if not nodes or len(kinds) ** len(nodes) > limit:
+        return
+    for choice in itertools.product(kinds, repeat=len(nodes)):
+        pick = dict(zip(map(id, nodes), choice))
+
+        def build(x):
+            if not isinstance(x, terms.Call):
+                return x
+            fn, kw = pick.get(id(x), (x.fn, x.kw))
+            return terms.Call(fn, tuple(build(a) for a in x.args), kw)
+        yield build(t)
 
 
 class Region:
@@ -118,19 +182,23 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
         reach, explored = region.grow(frontier)
-        found = {o: index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
+        outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
+        guess = {o: [] if o in outputs else _propagated(v, o, rel, region, index, s_vals[o]) for o in v.outputs}
+        outs = _prove(prover, rel, v, guess) if all(guess.values()) else []
+        if not outs or not all(out.holds for out in outs):
+            varying = reach - region.constants   # constants only where nothing else fits
+            found = {o: index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
+                     or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
+            outs = _prove(prover, rel, v, found) if all(found.values()) else []
+        else:
+            found = guess
         tried = {o: [str(c) for c in cs] for o, cs in found.items()}
-        if all(found.values()):
-            try:
-                outs = prover.prove(rel, v, found)
-            except Unsupported as e:  # e.g. an integer tensor whose values cannot be enumerated
-                outs = [Outcome(o, str(c), failure=str(e)) for o, cs in found.items() for c in cs]
-            for out in outs:
-                if out.holds:
-                    rel.setdefault(out.spec, []).append(terms.parse(out.expr))
-                    inf.outcomes.append(out)
-                else:
-                    tried[out.spec][tried[out.spec].index(out.expr)] += f"  -- {out.failure}"
+        for out in outs:
+            if out.holds:
+                rel.setdefault(out.spec, []).append(terms.parse(out.expr))
+                inf.outcomes.append(out)
+            else:
+                tried[out.spec][tried[out.spec].index(out.expr)] += f"  -- {out.failure}"
         missing = [o for o in v.outputs if not rel.get(o)]
         if missing:
             inf.failure = Failure(v, f"no clean expression over the impl relates '{missing[0]}'",
