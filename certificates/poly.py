@@ -48,7 +48,7 @@ def to_fraction(x):
 
 def _is_array(o) -> bool:
     """A numpy array (0-d included): its own reflected operator then maps ``Rat`` over elements."""
-    return hasattr(o, "ndim") and not isinstance(o, numbers.Number)
+    return type(o) is not Rat and hasattr(o, "ndim") and not isinstance(o, numbers.Number)
 
 
 class Expo(tuple):
@@ -154,6 +154,10 @@ class Poly:
             c = a.constant()
             if c is not None:
                 return b.scale(c) if c != 1 else b
+        if len(self.t) == 1 == len(o.t):  # the common case: one term by one term
+            ((m1, e1), c1), = self.t.items()
+            ((m2, e2), c2), = o.t.items()
+            return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c1 * c2})
         if len(self.t) * len(o.t) > 4 * MAX_TERMS:
             raise LimitExceeded(f"polynomial product of {len(self.t)} x {len(o.t)} terms")
         d: dict = {}
@@ -239,7 +243,7 @@ class Rat:
     def __init__(self, n: Poly, d: Poly = ONE_P) -> None:
         if d.is_zero():
             raise ZeroDivisionError("division by a value that normalizes to zero")
-        if n.is_zero():
+        if d is ONE_P or n.is_zero():
             self.n, self.d = n, ONE_P
             return
         c = d.constant()

@@ -125,22 +125,21 @@ def shift(x):
     if not all(e for _, e in terms):
         return x
 
-    def rank(term):
-        mono, expo = term
-        kept, text = _expo_rank(expo)
-        return (kept, str(mono), text)
+    def rank(term):  # the full text of the exponent breaks ties only (it is long)
+        return (_kept_text(term[1]), str(term[0]))
 
-    _, e = min(terms, key=rank)
+    least = min(map(rank, terms))
+    ties = [t for t in terms if rank(t) == least]
+    _, e = min(ties, key=lambda t: str(t[1])) if len(ties) > 1 else ties[0]
     f = Poly({((), intern_expo(Poly(dict(e)).scale(-1).key())): 1})
     return Rat(x.n.mul(f), x.d.mul(f))
 
 
 @lru_cache(maxsize=1 << 14)
-def _expo_rank(expo: tuple) -> tuple[str, str]:
-    """The text of ``expo`` without its ``max`` monomials, and its full text (cached: the
-    outputs of one softmax row share their denominator's exponents)."""
-    kept = [(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])]
-    return str(kept), str(expo)
+def _kept_text(expo: tuple) -> str:
+    """The text of ``expo`` without its ``max`` monomials (cached: the outputs of one
+    softmax row share their denominator's exponents)."""
+    return str([(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])])
 
 
 def _short(w: dict | None, n: int = 6) -> str:
