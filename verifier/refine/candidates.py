@@ -85,10 +85,11 @@ class Index:
             if sorted(v.shape) == sorted(want.shape) and v.ndim <= 5:
                 for p in itertools.permutations(range(v.ndim)):
                     if tuple(v.shape[i] for i in p) == want.shape and same(np.transpose(v, p), want):
-                        out.append(_call("permute", [t], dims=tuple(p)))
+                        out.append(_permute(t, p))
                         break
             if same(v.reshape(want.shape), want):
-                out.append(_call("reshape", [t], shape=tuple(want.shape)))
+                inner = t.args[0] if isinstance(t, terms.Call) and t.fn == "reshape" else t
+                out.append(_call("reshape", [inner], shape=tuple(want.shape)))
         return out
 
     def _simplest(self, exprs: list[terms.Term]) -> list[terms.Term]:
@@ -213,6 +214,14 @@ class _Lab:
         return _Lab(self.items | o.items) if isinstance(o, _Lab) else self
 
     __radd__ = __add__
+
+
+def _permute(t: terms.Term, p) -> terms.Term:
+    """``permute(t, p)``, composed with ``t``'s own permute (chains stay one deep)."""
+    if isinstance(t, terms.Call) and t.fn == "permute":
+        q = dict(t.kw)["dims"]
+        return _call("permute", [t.args[0]], dims=tuple(q[i] for i in p))
+    return _call("permute", [t], dims=tuple(p))
 
 
 def _call(fn: str, args: list, **kw) -> terms.Call:
