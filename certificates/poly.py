@@ -87,6 +87,10 @@ def _mono_mul(a: Mono, b: Mono) -> Mono:
         return b
     if not b:
         return a
+    if a[-1][0] < b[0][0]:  # sorted and disjoint: concatenate
+        return a + b
+    if b[-1][0] < a[0][0]:
+        return b + a
     d = dict(a)
     for v, p in b:
         d[v] = d.get(v, 0) + p
@@ -154,10 +158,10 @@ class Poly:
             c = a.constant()
             if c is not None:
                 return b.scale(c) if c != 1 else b
-        if len(self.t) == 1 == len(o.t):  # the common case: one term by one term
-            ((m1, e1), c1), = self.t.items()
-            ((m2, e2), c2), = o.t.items()
-            return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c1 * c2})
+        if len(self.t) == 1 or len(o.t) == 1:  # by one term: distinct terms stay distinct
+            a, b = (self, o) if len(o.t) == 1 else (o, self)
+            ((m2, e2), c2), = b.t.items()
+            return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c1 * c2 for (m1, e1), c1 in a.t.items()})
         if len(self.t) * len(o.t) > 4 * MAX_TERMS:
             raise LimitExceeded(f"polynomial product of {len(self.t)} x {len(o.t)} terms")
         d: dict = {}
