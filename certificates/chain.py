@@ -147,6 +147,25 @@ def key(local_spec: Graph, local_impl: Graph, rin: Relation, rout: Relation) -> 
     return json.dumps([body, shapes], separators=(",", ":"), default=str)
 
 
+def orders(rin: Relation):
+    """``rin``, then ``rin`` with each other equation of each input first (see ``Chain``)."""
+    yield rin
+    for t, es in rin.items():
+        for i in range(1, len(es)):
+            yield {**rin, t: [es[i]] + es[:i] + es[i + 1:]}
+
+
+def decide(ls: Graph, li: Graph, rin: Relation, rout: Relation, limits: Limits) -> list[Outcome]:
+    """One local obligation, holding if it holds under any order of its hypotheses."""
+    first = None
+    for hyp in orders(rin):
+        out = check(ls, li, hyp, rout, limits, strict=False)
+        if all(o.holds for o in out):
+            return out
+        first = first or out
+    return first
+
+
 class Chain:
     """Decides local obligations, once per canonical key.
 
@@ -168,14 +187,13 @@ class Chain:
         if unusable:
             why = f"no relation of input '{unusable[0]}' can be used: each names a tensor the cone recomputes"
             return [Outcome(s, str(e), failure=why) for s, es in rout.items() for e in es]
-        out = self._decide(ls, li, rin, rout)
-        for t, es in rin.items():   # each input equation binds first in turn (see ``rotations``)
-            for i in range(1, len(es)):
-                if all(o.holds for o in out):
-                    return out
-                again = self._decide(ls, li, {**rin, t: [es[i]] + es[:i] + es[i + 1:]}, rout)
-                out = again if all(o.holds for o in again) else out
-        return out
+        first = None
+        for hyp in orders(rin):
+            out = self._decide(ls, li, hyp, rout)
+            if all(o.holds for o in out):
+                return out
+            first = first or out
+        return first
 
     def _decide(self, ls: Graph, li: Graph, rin: Relation, rout: Relation) -> list[Outcome]:
         k = key(ls, li, rin, rout)

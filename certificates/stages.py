@@ -8,7 +8,7 @@
 3. each stage's local obligation is re-derived from the reduced graphs and relation
    (``chain.obligation``) and its canonical key recomputed; a stage proved by another
    must have an equal key, and that other stage must be an earlier representative;
-4. each representative is decided again (``refinement.check``); element counts must match.
+4. each representative is decided again (``chain.decide``); element counts must match.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             continue
         if any(not es for es in rin.values()):
             raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): an input relation cannot be used")
-        outs = refinement.check(ls, li, rin, rout, limits, strict=False)
+        outs = chain.decide(ls, li, rin, rout, limits)
         bad = next((o for o in outs if not o.holds), None)
         if bad:
             raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): {bad.failure}")

@@ -20,7 +20,39 @@ def cmd_verify(args: argparse.Namespace) -> int:
     limits = Limits(seconds=args.timeout)
     if args.engine == "whole-graph":
         return _verify_whole_graph(case, args, limits)
+    if args.staged:
+        return _verify_staged(case, args, limits)
     return _verify_per_operator(case, args, limits)
+
+
+def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
+    from . import certificate
+    from .refine import report
+    from .stages.certificate import staged_certificate
+    from .stages.run import summary, verify_staged
+
+    show = _progress() if sys.stderr.isatty() else None
+    res = verify_staged(case, jobs=args.jobs, executor=args.executor, reduce=not args.full_shapes, limits=limits,
+                        seed=args.seed, progress=(lambda phase, k, n: show(k, n, phase)) if show else None)
+    s, r = summary(res), res.inference.prepared
+    print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
+          f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), staged"
+          + (f", reduced to {s['volume'][1]} of {s['volume'][0]} elements" if s["volume"] else ""))
+    if not res.verified:
+        if res.inference.failure is not None:
+            print(report.text(res.inference.failure, r.impl))
+        elif res.failure:
+            print(f"  {res.failure}")
+        print(f"REJECT {case.name} ({s['total_s']:.2f} s)")
+        return REJECT
+    if args.emit_cert:
+        certificate.write(staged_certificate(res), args.emit_cert)
+        print(f"certificate written to {args.emit_cert}")
+    print(f"VERIFIED {case.name}: {s['stages']} stages in {s['classes']} classes"
+          f"{' (sequential fallback)' if s['fallback'] else ''}; reduce {s['reduce_s']:.2f} s, "
+          f"infer {s['infer_s']:.2f} s, prove {s['prove_s']:.2f} s ({s['total_s']:.2f} s)")
+    return ACCEPT
+
 
 
 def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
@@ -173,6 +205,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--report-html", metavar="FILE", help="on failure, write an HTML report")
     v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     v.add_argument("--timeout", type=float, default=Limits.seconds, help="wall-clock limit in seconds")
+    v.add_argument("--staged", action="store_true",
+                   help="stage by stage on reduced shapes, identical stages proved once (docs/stages.md)")
+    v.add_argument("--jobs", type=int, default=1, help="with --staged: local processes proving stages")
+    v.add_argument("--executor", metavar="dask://HOST:PORT", help="with --staged: an existing Dask cluster")
+    v.add_argument("--full-shapes", action="store_true", help="with --staged: do not reduce shapes")
     v.set_defaults(run=cmd_verify)
     r = sub.add_parser("replay", help="re-check a certificate with the independent checker")
     checker_cli.add_arguments(r)

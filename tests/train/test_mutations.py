@@ -45,6 +45,6 @@ def test_missing_allreduce_rejected(tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(mutate.MUTATIONS))
 def test_mutation_rejected(name, tmp_path, capsys):
-    tc = mutate.apply(make_case(dp=2, tp=1, pp=2, micro_batches=2), name)
+    tc = mutate.apply(make_case(dp=2, tp=2, pp=2, micro_batches=2), name)
     out = _rejected(tc, tmp_path, capsys)
     assert out.startswith("structural") or "REJECT" in out

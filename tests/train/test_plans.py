@@ -56,18 +56,20 @@ def test_dp2_mb2_sgd_verifies(tmp_path, capsys):
     assert "VERIFIED" in out
 
 
-ENGINE_NAN = pytest.mark.xfail(strict=True, reason="engine: numeric run feeds negative Adam v to sqrt (NaN)")
-ENGINE_ERR = pytest.mark.xfail(strict=True, reason="engine: internal error (inhomogeneous array) in verify")
+def test_dp2_tp2_pp2_mb2_verifies(tmp_path, capsys):
+    """The peer's reference configuration: 2 layers, DP x TP x PP with 2 micro-batches."""
+    out = _verify(_case("llama_plan.py", dp=2, tp=2, pp=2, micro_batches=2), tmp_path, capsys)
+    assert "VERIFIED" in out
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module,kw", [
     ("llama_plan.py", dict(dp=2, tp=1, pp=2, micro_batches=2)),
-    pytest.param("llama_plan.py", dict(dp=1, tp=2, pp=1, micro_batches=4, optimizer="adam"), marks=ENGINE_NAN),
-    pytest.param("llama_plan.py", dict(dp=1, tp=2, pp=2, micro_batches=2), marks=ENGINE_ERR),
-    pytest.param("llama_plan.py", dict(dp=2, tp=1, pp=1, micro_batches=2, optimizer="adam", zero1=True),
-                 marks=ENGINE_NAN),
-    pytest.param("moe_plan.py", dict(dp=2, ep=2, micro_batches=2), marks=ENGINE_ERR),
-], ids=["dp2-pp2-mb2", "tp2-mb4-adam", "tp2-pp2-mb2", "dp2-zero1-adam", "moe-ep2"])
+    ("llama_plan.py", dict(dp=1, tp=2, pp=1, micro_batches=4, optimizer="adam")),
+    ("llama_plan.py", dict(dp=1, tp=2, pp=2, micro_batches=2)),
+    ("llama_plan.py", dict(dp=2, tp=1, pp=1, micro_batches=2, optimizer="adam", zero1=True)),
+    ("llama_plan.py", dict(dp=2, tp=1, pp=1, micro_batches=2, zero1=True)),
+    ("moe_plan.py", dict(dp=2, ep=2, micro_batches=2)),
+], ids=["dp2-pp2-mb2", "tp2-mb4-adam", "tp2-pp2-mb2", "dp2-zero1-adam", "dp2-zero1-sgd", "moe-ep2"])
 def test_plan_verifies_and_replays(module, kw, tmp_path, capsys):
     assert "VERIFIED" in _verify(_case(module, **kw), tmp_path, capsys)

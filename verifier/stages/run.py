@@ -26,11 +26,11 @@ from typing import Any, Callable
 import numpy as np
 
 from certificates import terms
-from certificates.chain import Chain, integer_ranges, key, obligation
+from certificates.chain import Chain, decide, integer_ranges, key, obligation
 from certificates.errors import CheckError, Unsupported
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
-from certificates.refinement import Outcome, Relation, check
+from certificates.refinement import Outcome, Relation
 
 from .. import direct
 from ..case import Case
@@ -145,7 +145,7 @@ def discharge(graphs: tuple[dict, dict], op: str | None, rin: Relation, rout: Re
     try:
         if empty:
             raise Unsupported(f"no relation of input '{empty[0]}' can be used: the cone recomputes it")
-        outs = check(ls, li, hyp, goal, lim, strict=False)
+        outs = decide(ls, li, hyp, goal, lim)
     except CheckError as e:
         outs = [Outcome(s, str(x), failure=str(e)) for s, xs in goal.items() for x in xs]
     return [(o.spec, o.expr, o.elements, o.methods, o.failure) for o in outs]
