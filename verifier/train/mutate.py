@@ -59,7 +59,7 @@ def applicable(tc: TrainCase, name: str) -> str | None:
     needs = {"drop_grad_allreduce": (p.dp > 1 and not p.zero1, "dp > 1 without ZeRO-1"),
              "allreduce_as_allgather": (p.dp > 1 and not p.zero1, "dp > 1 without ZeRO-1"),
              "wrong_grad_group": (p.dp > 1 and p.pp * p.tp > 1, "dp > 1 and pp or tp > 1"),
-             "swap_pp_peer": (p.pp > 1 and p.dp * p.tp > 1, "pp > 1 and a second rank per stage"),
+             "swap_pp_peer": (p.pp > 1 and p.dp > 1, "pp > 1 and dp > 1 (a TP peer holds the same activation)"),
              "loss_scale_missing_dp": (p.dp > 1, "dp > 1"),
              "loss_scale_missing_mb": (p.micro_batches > 1, "micro_batches > 1"),
              "wrong_backward_input": (p.pp > 1, "pp > 1"),

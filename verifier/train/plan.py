@@ -141,10 +141,11 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     params = shapes(c, layers, par)
     first, last = s == 0, s == p.pp - 1
     nxt, prv = (p.rank(d, t, s + 1) if not last else None), (p.rank(d, t, s - 1) if not first else None)
+    # a peer of another DP replica (a TP peer holds the same activation: no bug there)
     if b.swap_pp_peers and p.pp > 1 and not last:
-        nxt = p.rank(d, (t + 1) % p.tp, s + 1) if p.tp > 1 else p.rank((d + 1) % p.dp, t, s + 1)
+        nxt = p.rank((d + 1) % p.dp, t, s + 1)
     if b.swap_pp_peers and p.pp > 1 and not first:
-        prv = p.rank(d, (t - 1) % p.tp, s - 1) if p.tp > 1 else p.rank((d - 1) % p.dp, t, s - 1)
+        prv = p.rank((d - 1) % p.dp, t, s - 1)
     dense = [n for n in params if not _expert(n)]
     replicated = [n for i in layers for n, (_, sp) in llama_params(c, i).items() if sp is None]
     dp_group = {"dp": g("dp", t, s), "tp": g("tp", d, s), "pp": g("pp", d, t)}[b.grad_group]
