@@ -9,6 +9,18 @@ and expert parallelism (all_to_all over the EP group).
 Parameter tables (``llama_params`` / ``moe_params``) give each parameter's full shape
 and how it is split: ``("tp", d)`` sharded on dim ``d`` over TP, ``("ep", 0)`` experts
 over EP, ``None`` replicated.
+
+Sequence parallelism (``Par.sp``, Megatron style, over the TP group): in the norm/residual
+regions a rank holds ``S / tp`` consecutive tokens (dim 1 of ``[b, S, D]``); the
+column-parallel projections are entered with an all_gather along the sequence (backward:
+reduce_scatter) and the row-parallel ones left with a reduce_scatter along the sequence
+(backward: all_gather). RMSNorm weights see only the rank's tokens, so their gradients are
+partial over TP (the plan all_reduces them). RoPE is applied where the sequence is full
+(inside attention, after the all_gather) unless ``Par.rope == "sharded"``: then q, k, v are
+projected from the rank's sequence shard with the all-gathered column weights (backward:
+reduce_scatter of the weight gradient), rotated with the rank's rows of the tables
+(``rope_offset = t * S/tp``), and moved to (full sequence, local heads) with an all_to_all
+over TP (DeepSpeed-Ulysses inside the TP group).
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .llama import rope
-from .mappings import all_to_all_ep, copy_to_tp, reduce_from_tp
+from .mappings import all_to_all_ep, copy_to_tp, gather_from_sp, reduce_from_tp, reduce_scatter_to_sp
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,9 @@ class Par:
     tp_group: Any = None
     ep: int = 1
     ep_group: Any = None
+    sp: bool = False              # sequence parallel over the TP group (activations [b, S/tp, D])
+    rope: str = "gathered"        # under SP: "gathered" (full sequence, Megatron) | "sharded" (Ulysses)
+    rope_offset: int = 0          # first table row of this rank's sequence shard (sharded RoPE)
 
 
 Split = tuple[str, int] | None
@@ -93,23 +108,63 @@ def rmsnorm(x, w, eps: float = 1e-6):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+def gather_seq(x, group):
+    """All_gather along the sequence (dim 1 of ``[b, s, D]``); backward: reduce_scatter."""
+    return gather_from_sp(x.transpose(0, 1), group).transpose(0, 1)
+
+
+def reduce_scatter_seq(x, group):
+    """Reduce_scatter along the sequence (dim 1); backward: all_gather."""
+    return reduce_scatter_to_sp(x.transpose(0, 1), group).transpose(0, 1)
+
+
 def _enter(x, par: Par):
-    """Into a column-parallel layer: identity forward, all_reduce of the gradient."""
-    return x if par.tp == 1 else copy_to_tp(x, par.tp_group)
+    """Into a column-parallel layer: identity forward, all_reduce of the gradient (SP:
+    all_gather along the sequence, reduce_scatter of the gradient)."""
+    if par.tp == 1:
+        return x
+    return gather_seq(x, par.tp_group) if par.sp else copy_to_tp(x, par.tp_group)
 
 
 def _leave(x, par: Par):
-    """Out of a row-parallel layer: all_reduce of the partial sums."""
-    return x if par.tp == 1 else reduce_from_tp(x, par.tp_group)
+    """Out of a row-parallel layer: all_reduce of the partial sums (SP: reduce_scatter
+    along the sequence, all_gather of the gradient)."""
+    if par.tp == 1:
+        return x
+    return reduce_scatter_seq(x, par.tp_group) if par.sp else reduce_from_tp(x, par.tp_group)
+
+
+def _ulysses_qkv(p: dict, pre: str, hn, cos, sin, c: ModelConfig, par: Par):
+    """Sharded-RoPE attention inputs: ``hn [b, S/tp, D]`` (this rank's tokens) -> q, k, v
+    ``[b, S, heads/tp, hd]``. The column weights are all_gathered over TP (backward:
+    reduce_scatter of the partial weight gradient), q and k are rotated with rows
+    ``rope_offset .. rope_offset + S/tp`` of the tables, then an all_to_all over TP trades
+    head chunks for sequence chunks."""
+    b, ls, tp = hn.shape[0], hn.shape[1], par.tp
+    hl, hd = c.heads // tp, c.head_dim
+    cs, sn = cos[par.rope_offset:par.rope_offset + ls], sin[par.rope_offset:par.rope_offset + ls]
+    out = []
+    for n in ("q", "k", "v"):
+        y = F.linear(hn, gather_from_sp(p[pre + n], par.tp_group)).view(b, ls, c.heads, hd)
+        if n != "v":
+            y = rope(y, cs, sn)
+        y = y.view(b, ls, tp, hl, hd).permute(2, 0, 1, 3, 4).contiguous()      # [tp (heads), b, ls, hl, hd]
+        y = all_to_all_ep(y, par.tp_group)                                     # [tp (tokens), b, ls, hl, hd]
+        out.append(y.permute(1, 0, 2, 3, 4).reshape(b, tp * ls, hl, hd))
+    return out
 
 
 def attention(p: dict, pre: str, x, cos, sin, c: ModelConfig, par: Par):
     """``x + o(attn(rope(q), rope(k), v))`` with heads split over TP; ``x [b, S, D]``."""
-    h = _enter(rmsnorm(x, p[pre + "n1"]), par)
-    b, s = h.shape[0], h.shape[1]
     hl, hd = c.heads // par.tp, c.head_dim
-    q, k, v = (F.linear(h, p[pre + n]).view(b, s, hl, hd) for n in ("q", "k", "v"))
-    q, k = rope(q, cos, sin), rope(k, cos, sin)
+    if par.sp and par.tp > 1 and par.rope == "sharded":
+        q, k, v = _ulysses_qkv(p, pre, rmsnorm(x, p[pre + "n1"]), cos, sin, c, par)
+        b, s = q.shape[0], q.shape[1]
+    else:
+        h = _enter(rmsnorm(x, p[pre + "n1"]), par)
+        b, s = h.shape[0], h.shape[1]
+        q, k, v = (F.linear(h, p[pre + n]).view(b, s, hl, hd) for n in ("q", "k", "v"))
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
     scores = torch.einsum("bshd,bthd->bhst", q, k) * (1.0 / math.sqrt(hd))
     ctx = torch.einsum("bhst,bthd->bshd", torch.softmax(scores, dim=-1), v).reshape(b, s, hl * hd)
     return x + _leave(F.linear(ctx, p[pre + "o"]), par)

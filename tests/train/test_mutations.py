@@ -17,6 +17,10 @@ def test_mutations_listed_and_checked():
         mutate.apply(tc, "drop_grad_allreduce")
     with pytest.raises(ValueError, match="unknown mutation"):
         mutate.apply(tc, "nope")
+    with pytest.raises(ValueError, match="needs sp"):
+        mutate.apply(make_case(dp=1, tp=2, pp=1, sp=True), "rope_not_sliced")   # RoPE on the full sequence
+    m = mutate.apply(make_case(dp=1, tp=2, pp=1, sp=True, rope="sharded"), "rope_not_sliced")
+    assert m.bugs.rope_not_sliced
     m = mutate.apply(make_case(), "early_grad_reduce")
     assert m.bugs.reduce_after == 0 and m.name.endswith("+early_grad_reduce")
 
@@ -42,9 +46,24 @@ def test_missing_allreduce_rejected(tmp_path, capsys):
     assert "REJECT" in _rejected(tc, tmp_path, capsys)
 
 
+def test_rope_not_sliced_rejected(tmp_path, capsys):
+    """Sharded RoPE under SP, every rank using table rows 0 .. S/tp: rejected at the first
+    rotary multiplication with the cos table (layer 0, forward)."""
+    tc = mutate.apply(make_case(dp=1, tp=2, pp=1, micro_batches=1, layers=1, sp=True, rope="sharded"),
+                      "rope_not_sliced")
+    out = _rejected(tc, tmp_path, capsys)
+    assert "first unrelated spec operator" in out and "aten.mul.Tensor" in out and "cos@r1" in out, out[-2000:]
+
+
+def _mutation_case(name):
+    if name == "rope_not_sliced":
+        return make_case(dp=2, tp=2, pp=2, micro_batches=2, sp=True, rope="sharded")
+    return make_case(dp=2, tp=2, pp=2, micro_batches=2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(mutate.MUTATIONS))
 def test_mutation_rejected(name, tmp_path, capsys):
-    tc = mutate.apply(make_case(dp=2, tp=2, pp=2, micro_batches=2), name)
+    tc = mutate.apply(_mutation_case(name), name)
     out = _rejected(tc, tmp_path, capsys)
     assert out.startswith("structural") or "REJECT" in out

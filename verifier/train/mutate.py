@@ -25,6 +25,7 @@ MUTATIONS: dict[str, str] = {
     "wrong_backward_input": "a stage sends back the gradient of its first parameter instead of its input",
     "early_grad_reduce": "the gradient reducer fires after micro-batch 0, before the last micro-batch",
     "shuffled_micro_batches": "the last stage pairs micro-batch m with the labels of another micro-batch",
+    "rope_not_sliced": "a RoPE/positional table not sliced with the sequence (every SP rank uses the first S/tp rows)",
 }
 
 
@@ -48,6 +49,8 @@ def _bugs(tc: TrainCase, name: str) -> Bugs:
         b.reduce_after = 0
     elif name == "shuffled_micro_batches":
         b.label_order = list(range(p.micro_batches))[::-1]
+    elif name == "rope_not_sliced":
+        b.rope_not_sliced = True
     else:
         raise ValueError(f"unknown mutation {name!r} (one of {', '.join(MUTATIONS)})")
     return b
@@ -64,7 +67,9 @@ def applicable(tc: TrainCase, name: str) -> str | None:
              "loss_scale_missing_mb": (p.micro_batches > 1, "micro_batches > 1"),
              "wrong_backward_input": (p.pp > 1, "pp > 1"),
              "early_grad_reduce": (p.micro_batches > 1 and p.dp > 1, "micro_batches > 1 and dp > 1"),
-             "shuffled_micro_batches": (p.micro_batches > 1, "micro_batches > 1")}
+             "shuffled_micro_batches": (p.micro_batches > 1, "micro_batches > 1"),
+             "rope_not_sliced": (p.sp and p.tp > 1 and p.rope == "sharded",
+                                 "sp, tp > 1 and the sharded RoPE (rope='sharded')")}
     if name not in needs:
         raise ValueError(f"unknown mutation {name!r} (one of {', '.join(MUTATIONS)})")
     ok, why = needs[name]

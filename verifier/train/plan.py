@@ -41,6 +41,7 @@ class ParallelConfig:
     ep: int = 1
     zero1: bool = False
     batch: int = 1            # samples per micro-batch per DP rank
+    rope: str = "gathered"    # under SP: RoPE on the full sequence ("gathered") or on the shards ("sharded")
 
     @property
     def world(self) -> int:
@@ -65,6 +66,7 @@ class Bugs:
     backward_input: str = "activation"        # what a stage's gradient is taken with respect to
     reduce_after: int | None = None           # micro-batch after which gradients are reduced
     label_order: list[int] | None = None
+    rope_not_sliced: bool = False             # sharded RoPE: every rank uses the first S/tp table rows
 
 
 @dataclass
@@ -83,7 +85,9 @@ def check(c: ModelConfig, p: ParallelConfig) -> None:
     need = [(c.layers % p.pp == 0, f"layers {c.layers} divisible by pp {p.pp}"),
             (c.heads % p.tp == 0 and c.ffn % p.tp == 0, f"heads {c.heads} and ffn {c.ffn} divisible by tp {p.tp}"),
             (p.micro_batches >= 1, "micro_batches >= 1"),
-            (not p.sp, "no sequence parallelism (not built yet: docs/training.md)"),
+            (not p.sp or (c.kind == "llama" and p.tp > 1 and c.seq % p.tp == 0),
+             f"sequence parallelism: Llama layers, tp > 1, seq {c.seq} divisible by tp {p.tp}"),
+            (p.rope in ("gathered", "sharded"), f"rope 'gathered' or 'sharded', not {p.rope!r}"),
             (p.ep == 1 or (c.kind == "moe" and p.ep == p.dp and c.experts % p.ep == 0),
              "expert parallelism: MoE layers, ep == dp, experts divisible by ep"),
             (not p.zero1 or (p.tp == 1 and c.kind == "llama" and c.hidden % p.dp == 0 and c.ffn % p.dp == 0),
@@ -137,7 +141,9 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     d, t, s = p.coords(r)
     per = c.layers // p.pp
     layers = list(range(s * per, (s + 1) * per))
-    par = Par(p.tp, g("tp", d, s), p.ep, g("dp", t, s) if p.ep > 1 else None)
+    ls = c.seq // p.tp if p.sp else c.seq          # tokens held in the norm/residual regions
+    par = Par(p.tp, g("tp", d, s), p.ep, g("dp", t, s) if p.ep > 1 else None, sp=p.sp, rope=p.rope,
+              rope_offset=0 if b.rope_not_sliced else t * ls)
     params = shapes(c, layers, par)
     first, last = s == 0, s == p.pp - 1
     nxt, prv = (p.rank(d, t, s + 1) if not last else None), (p.rank(d, t, s - 1) if not first else None)
@@ -150,6 +156,8 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     replicated = [n for i in layers for n, (_, sp) in llama_params(c, i).items() if sp is None]
     dp_group = {"dp": g("dp", t, s), "tp": g("tp", d, s), "pp": g("pp", d, t)}[b.grad_group]
     sync: list[tuple[list[str], str, Any]] = []
+    if p.sp:   # RMSNorm weights saw this rank's tokens only: partial over TP
+        sync.append(([n for n in dense if n in replicated], "all_reduce", g("tp", d, s)))
     if p.zero1:
         sync.append((dense, "reduce_scatter", dp_group))
     else:
@@ -161,8 +169,9 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     if experts:
         norm.append(NormGroup(experts, g.lists[("stage", s)], g("stage", s), {n: (p.tp, t) for n in experts}))
     scale = loss_scale(p.micro_batches, c.seq * p.batch * p.dp * c.hidden) * b.loss_scale_factor
-    return Role(c, tc.opt, p.micro_batches, layers, params, first, last, par, 1, (p.batch, c.seq, c.hidden),
-                prv, nxt, scale, g("dp", t, s), sync, b.reduce_after,
+    loss_group = g("stage", s) if p.sp else g("dp", t, s)   # SP: the loss is partial over TP too
+    return Role(c, tc.opt, p.micro_batches, layers, params, first, last, par, 1, (p.batch, ls, c.hidden),
+                prv, nxt, scale, loss_group, sync, b.reduce_after,
                 (p.dp, d, dp_group) if p.zero1 else None, [norm], g("pp", d, t) if p.pp > 1 else None,
                 b.label_order, b.backward_input)
 
@@ -194,7 +203,10 @@ def _lineage(tc: TrainCase) -> tuple[dict[str, list[str]], dict[str, list[str]]]
                 rel[f"{st}.{n}"] = param(f"{st}.{n}", s, split, True)
                 exp[f"new.{st}.{n}"] = param(f"new.{st}.{n}", s, split, True)
     for name, s in (("x", 0), ("y", p.pp - 1)):
-        rel[name] = [cat([f"{name}@r{R(d, t, s)}" for d in D], 1) for t in T]
+        if p.sp:   # [M, N, S, D]: batch over DP (dim 1), sequence over TP (dim 2)
+            rel[name] = [cat([cat([f"{name}@r{R(d, t, s)}" for t in T], 2) for d in D], 1)]
+        else:
+            rel[name] = [cat([f"{name}@r{R(d, t, s)}" for d in D], 1) for t in T]
     everyone = [f"@r{r}" for r in range(p.world)]
     rel["cos"] = ["cos" + e for e in everyone]
     rel["sin"] = ["sin" + e for e in everyone]
@@ -293,5 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":   # the package's module, not __main__: one TrainCase class
+    from verifier.train.plan import main as _main
+
+    sys.exit(_main())

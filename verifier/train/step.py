@@ -276,6 +276,8 @@ def step_inputs(role: Role, batch: int) -> dict[str, InputSpec]:
         shape = s if role.zero1 is None else (s[0] // role.zero1[0],) + tuple(s[1:])
         ins.update({f"{st}.{n}": InputSpec(shape, role="state", range=(0, 1) if st == "v" else None)
                     for st in role.opt.states})   # Adam's second moment is sampled in [0, 1): sqrt(v)
+    if role.act_shape:          # a rank's tokens (sequence parallel: its S/tp of them)
+        seq = role.act_shape[1]
     if role.first:
         ins["x"] = InputSpec((M, batch, seq, c.hidden))
     if role.last:
