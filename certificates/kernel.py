@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import struct
 from fractions import Fraction
+from functools import lru_cache
 
 from .errors import CheckError, Malformed, Rejected, Unsupported
 from .limits import Limits
-from .poly import Poly, Rat, apply
+from .poly import ATOMS, Poly, Rat, apply, intern_expo
 from .ptx import FImm, Imm, Kernel, Mem, Pair, Reg, Sym, Vec, parse
 from .solve import decide
 
@@ -742,10 +743,35 @@ class Replay:
                 t.regs[d_o[r].name] = acc
 
 
+class Printer:
+    """Normal forms as text with a shared atom table: each atom (``max(...)``, ``sqrt(...)``,
+    ...) is written ``@k`` and defined once, after the atoms its arguments use. Printing
+    the same values in the same order gives the same texts and table."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+        self.table: list[str] = []
+
+    def name(self, v: str) -> str:
+        if v not in ATOMS:
+            return v
+        if v not in self.ids:
+            fn, args = ATOMS[v]
+            body = f"{fn}({', '.join(a.text(self.name) for a in args)})"
+            self.ids[v] = f"@{len(self.table) + 1}"
+            self.table.append(body)
+        return self.ids[v]
+
+    def text(self, x) -> str:
+        return x.text(self.name) if isinstance(x, Rat) else str(x)
+
+
 def shift(x):
-    """``x`` with numerator and denominator multiplied by one ``exp(-e)`` (equal over the
-    reals): the canonical representative of a softmax-like quotient whatever maximum it
-    subtracts. ``e`` is the least denominator exponent after dropping its ``max`` atoms."""
+    """``x`` with numerator and denominator multiplied by one ``exp(-e)``: equal over the
+    reals (``exp`` never vanishes), and a canonical representative for softmax-like
+    quotients ``sum_j exp(s_j - M) v_j / sum_j exp(s_j - M)`` whatever the shift ``M``:
+    ``e`` is the least denominator exponent after dropping its ``max`` monomials (a
+    running or sentinel maximum), its full text breaking ties."""
     if not isinstance(x, Rat) or x.d.constant() is not None:
         return x
     terms = list(x.d.t)
@@ -753,13 +779,20 @@ def shift(x):
         return x
 
     def rank(term):
-        mono, expo = term
-        kept = [(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])]
-        return (str(kept), str(mono), str(expo))
+        return (_kept_text(term[1]), str(term[0]))
 
-    _, e = min(terms, key=rank)
-    f = Poly({((), Poly(dict(e)).scale(-1).key()): 1})
+    least = min(map(rank, terms))
+    ties = [t for t in terms if rank(t) == least]
+    _, e = min(ties, key=lambda t: str(t[1])) if len(ties) > 1 else ties[0]
+    f = Poly({((), intern_expo(Poly(dict(e)).scale(-1).key())): 1})
     return Rat(x.n.mul(f), x.d.mul(f))
+
+
+@lru_cache(maxsize=1 << 14)
+def _kept_text(expo: tuple) -> str:
+    """The text of ``expo`` without its ``max`` monomials (the outputs of one softmax row
+    share their denominator's exponents)."""
+    return str([(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])])
 
 
 # ------------------------------------------------------------------ the claim
@@ -794,12 +827,13 @@ def _params(v, where: str) -> list[dict]:
 def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Claim ``kernel-equivalence``: CTA ``cta`` of both launches is race- and deadlock-free
     and every output element is equal over the reals. Evidence per side: the schedule,
-    the witness (set of ordered conflict classes) and the printed output normal forms."""
+    the witness (set of ordered conflict classes) and the printed output normal forms
+    (``Printer``: reference outputs, then optimized, by element; one shared atom table)."""
     params = _params(claim.get("params"), where)
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
     if cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta):
         raise Malformed(where, "cta: needs three non-negative integers")
-    outs, notes = {}, []
+    outs, notes, printer = {}, [], Printer()
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)
@@ -832,11 +866,13 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Rejected(f"{side}: the certified outputs are not the elements the kernel writes")
         for key in sorted(got):
             limits.tick()
-            if str(got[key]) != ev["outputs"][key]:
+            if printer.text(got[key]) != ev["outputs"][key]:
                 raise Rejected(f"{side}: {key}: the certified normal form is not the replay's")
         outs[side] = got
         notes.append(f"{k.name}: {r.n} threads, {len(ev['schedule'])} schedule events, "
                      f"{len(r.witness)} conflict classes ordered")
+    if evidence.get("atoms") != printer.table:
+        raise Rejected("the certified atom table is not the replay's")
     ref, opt = outs["reference"], outs["optimized"]
     if set(ref) != set(opt):
         raise Rejected(f"{sorted(set(ref) ^ set(opt))[0]} is written by one kernel only")

@@ -197,13 +197,17 @@ class Poly:
         return total
 
     def __str__(self) -> str:
+        return self.text(str)
+
+    def text(self, name: Callable[[str], str]) -> str:
+        """The canonical text with every variable or atom ``v`` written ``name(v)``."""
         if not self.t:
             return "0"
         parts = []
         for (m, e), c in self.key():
-            factors = [f"{v}^{p}" if p != 1 else v for v, p in m]
+            factors = [f"{name(v)}^{p}" if p != 1 else name(v) for v, p in m]
             if e:
-                factors.append(f"exp({Poly(dict(e))})")
+                factors.append(f"exp({Poly(dict(e)).text(name)})")
             if not factors:
                 parts.append(str(c))
             elif c == 1:
@@ -348,7 +352,11 @@ class Rat:
         return self.n.value(env) / self.d.value(env)
 
     def __str__(self) -> str:
-        return str(self.n) if self.d.constant() == 1 else f"({self.n})/({self.d})"
+        return self.text(str)
+
+    def text(self, name: Callable[[str], str]) -> str:
+        n = self.n.text(name)
+        return n if self.d.constant() == 1 else f"({n})/({self.d.text(name)})"
 
     __repr__ = __str__
 

@@ -36,7 +36,7 @@ from verifier.refine import infer, report  # noqa: E402
 BUGS = {
     # 1: the RoPE backward's mul with the table rows of offset 0 (not the forward's slices)
     "rope_sp": dict(target="aten.mul.Tensor", inputs=["d_out"],
-                    mentions=["slice_5 = concat(slice_1@r0, slice_1@r1, dim=0)", "cos@r1",
+                    mentions=["slice_1 = concat(slice_1@r0, slice_1@r1, dim=0)", "cos@r1",
                               "mul_2@r1: aten.mul.Tensor [rank 1] (d_out@r1[2, 2], slice_5@r1[2, 2])"]),
     # 2: the backward matmul after the reduce_scatter that sums W unscaled router gradients
     "moe_aux_loss_tp": dict(target="aten.mm.default", inputs=["x"],

@@ -12,6 +12,7 @@ import hashlib
 from pathlib import Path
 
 from certificates import FORMAT, VERSION
+from certificates.kernel import Printer
 from certificates.limits import canonical_bytes
 from certificates.ptx import parse
 
@@ -33,6 +34,7 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
                    "cta": list(entry.get("check_cta", [0, 0, 0]))}
     evidence: dict = {}
     arts = []
+    printer = Printer()
     for side in SIDES:
         spec, res = entry[side], report.results[side]
         aid = f"{name}.{side}"
@@ -42,7 +44,9 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
         claim[side] = {"ptx": aid, "entry": entry_name, "grid": list(spec["grid"]),
                        "block": list(spec["block"])}
         evidence[side] = {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness),
-                          "outputs": {f"{t}[{i}]": str(v) for (t, i), v in sorted(res.outputs.items())}}
+                          "outputs": {k: printer.text(v) for k, v in sorted(
+                              (f"{t}[{i}]", v) for (t, i), v in res.outputs.items())}}
+    evidence["atoms"] = printer.table
     return claim, evidence, arts
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from certificates.errors import Unsupported
-from certificates.poly import Poly, Rat, intern_expo
+from certificates.kernel import shift
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -106,40 +105,6 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
                       elements=len(ref), methods=methods, seconds=seconds)
     return Report("equivalent", None, f"{len(ref)} output elements equal over the reals",
                   elements=len(ref), methods=methods, seconds=seconds)
-
-
-def shift(x):
-    """``x`` with numerator and denominator multiplied by one ``exp(-e)``: equal over the
-    reals (``exp`` never vanishes), and a canonical representative for softmax-like
-    quotients ``sum_j exp(s_j - M) v_j / sum_j exp(s_j - M)`` whatever the shift ``M``.
-
-    ``e`` is the exponent of the denominator term that is least after dropping every
-    exponent monomial containing a ``max`` atom (a running or sentinel maximum). Two
-    kernels that differ only in the maximum they subtract (``flash_attention`` starts
-    from ``-1e30``) then get identical denominators and the normal-form comparison is
-    linear instead of a quadratic cross-multiplication.
-    """
-    if not isinstance(x, Rat) or x.d.constant() is not None:
-        return x
-    terms = list(x.d.t)
-    if not all(e for _, e in terms):
-        return x
-
-    def rank(term):  # the full text of the exponent breaks ties only (it is long)
-        return (_kept_text(term[1]), str(term[0]))
-
-    least = min(map(rank, terms))
-    ties = [t for t in terms if rank(t) == least]
-    _, e = min(ties, key=lambda t: str(t[1])) if len(ties) > 1 else ties[0]
-    f = Poly({((), intern_expo(Poly(dict(e)).scale(-1).key())): 1})
-    return Rat(x.n.mul(f), x.d.mul(f))
-
-
-@lru_cache(maxsize=1 << 14)
-def _kept_text(expo: tuple) -> str:
-    """The text of ``expo`` without its ``max`` monomials (cached: the outputs of one
-    softmax row share their denominator's exponents)."""
-    return str([(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])])
 
 
 def _short(w: dict | None, n: int = 6) -> str:
