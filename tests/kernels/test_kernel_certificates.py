@@ -179,3 +179,20 @@ def test_every_equivalent_pair_replays(name, tmp_path):
     """ldmatrix + mma.sync, WMMA, softmax and attention included (PVCERT_SLOW=1)."""
     ok, detail = outcome(certify(name), tmp_path)
     assert ok, detail
+
+
+def test_large_outputs_are_certified_by_digest(tmp_path, monkeypatch):
+    """Past the text budget, outputs are sha256 digests of their printed forms: replay
+    recomputes the text; a changed digest is rejected."""
+    import verifier.kernels.certificate as kc
+
+    monkeypatch.setattr(kc, "TEXT_BUDGET", 0)
+    cert = certify("reduce8_shfl")
+    outs = cert["evidence"]["reduce8_shfl"]["optimized"]["outputs"]
+    assert all(set(v) == {"sha256"} for v in outs.values())
+    ok, detail = outcome(cert, tmp_path)
+    assert ok, detail
+    key = sorted(outs)[0]
+    outs[key] = {"sha256": "0" * 64}
+    ok, detail = outcome(cert, tmp_path, "t.json")
+    assert not ok and "normal form" in detail

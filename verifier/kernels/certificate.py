@@ -20,6 +20,7 @@ from .. import __version__
 from .equiv import Report
 
 SIDES = ("reference", "optimized")
+TEXT_BUDGET = 8 * 2**20   # bytes of printed normal forms per kernel before digests replace them
 
 
 def _ptx_artifact(aid: str, text: str) -> dict:
@@ -43,9 +44,11 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
         entry_name = spec.get("entry") or parse(text, spec["ptx"]).kernel().name
         claim[side] = {"ptx": aid, "entry": entry_name, "grid": list(spec["grid"]),
                        "block": list(spec["block"])}
+        outputs = {k: printer.text(v) for k, v in sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items())}
+        if sum(map(len, outputs.values())) > TEXT_BUDGET:   # attention: 40 KB per element
+            outputs = {k: {"sha256": hashlib.sha256(v.encode()).hexdigest()} for k, v in outputs.items()}
         evidence[side] = {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness),
-                          "outputs": {k: printer.text(v) for k, v in sorted(
-                              (f"{t}[{i}]", v) for (t, i), v in res.outputs.items())}}
+                          "outputs": outputs}
     evidence["atoms"] = printer.table
     return claim, evidence, arts
 

@@ -114,7 +114,7 @@ class Index:
             out[ix] = _Lab(frozenset({(n, ix)}))
         return out
 
-    def _total_fits(self, names: list[str]) -> bool:
+    def total_fits(self, names: list[str]) -> bool:
         """Whether the copies' grand total is the wanted one: moves (concat, permute,
         reshape) and sums keep the total of all elements, so this prunes cheaply."""
         tot = 0.0
@@ -128,13 +128,13 @@ class Index:
         """(expression, value) pairs with ``numel`` elements: tensors, and copies concatenated or summed."""
         for t in sorted(region):
             v = self.values.get(t)
-            if v is not None and v.size == numel and self._total_fits([t]):
+            if v is not None and v.size == numel and self.total_fits([t]):
                 yield terms.Ref(t), v
         for stem in sorted({base(t)[0] for t in region}):
             copies = self.by_base.get(stem, {})
             for g in self.groups:
                 names = [copies.get(r) for r in g]
-                if any(n is None or n not in region for n in names) or not self._total_fits(names):
+                if any(n is None or n not in region for n in names) or not self.total_fits(names):
                     continue
                 vals = [self.values[n] for n in names]
                 if any(v.ndim != vals[0].ndim for v in vals) or sum(v.size for v in vals) < numel:
@@ -163,7 +163,7 @@ class Index:
                     continue
                 names = [[copies.get(r) for r in row] for row in rows]
                 if any(n is None or n not in region for row in names for n in row) or \
-                        not self._total_fits([n for row in names for n in row]):
+                        not self.total_fits([n for row in names for n in row]):
                     continue
                 vals = [[self.values[n] for n in row] for row in names]
                 if len({v.shape for row in vals for v in row}) != 1 or \

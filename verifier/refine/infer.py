@@ -90,6 +90,8 @@ def _propagated(v: Node, out: str, rel: dict, region: "Region", index: Index, wa
                      if n.target == v.target and len(n.outputs) > k} for x in leaves]
             for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
                 names = {x: o[stem] for x, o in zip(leaves, outs)}
+                if not index.total_fits([names[x] for x in leaves]):
+                    continue   # every variant sums or moves the same elements: same grand total
                 for guess in _variants(terms.rename(e, names.__getitem__), want.ndim):
                     try:
                         val = np.asarray(terms.evaluate(guess, index.values.__getitem__))
