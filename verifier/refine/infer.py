@@ -28,7 +28,7 @@ from certificates.refinement import Outcome, Relation
 
 from .. import direct
 from ..case import Case
-from .candidates import Index, base
+from .candidates import Index, base, same
 
 
 @dataclass
@@ -65,6 +65,7 @@ def _groups(impl: Graph) -> list[tuple[int, ...]]:
     return sorted(gs, key=lambda g: (len(g), g))
 
 
+NEAR_FIRST = 50   # in larger regions, what the frontier's alike consumers make is searched first
 MAX_EQUATIONS = 64   # per spec tensor, the shortest (a constant tensor equals every arrangement)
 
 
@@ -76,31 +77,52 @@ def _prove(prover: Chain, rel: dict, v: Node, found: dict) -> list[Outcome]:
         return [Outcome(o, str(c), failure=str(e)) for o, cs in found.items() for c in cs]
 
 
-def _propagated(v: Node, out: str, rel: dict, region: "Region", index: Index, want) -> list[terms.Term]:
-    """The cheap first guesses (most steps of a layer stack): each input equation with
-    every impl tensor replaced by the output of a consumer doing what ``v`` does (the
-    consumers named alike on every rank, each such name one guess), kept if its value
-    equals ``want``. If they do not prove, the full search runs."""
-    k, guesses = v.outputs.index(out), {}
-    index.aim(want)
+def _renames(v: Node, out: str, rel: dict, region: "Region"):
+    """Each input equation (the 16 shortest: ``_prove`` keeps them sorted) with every impl
+    tensor replaced by the output of a consumer doing what ``v`` does, for each name such
+    consumers share on every rank; with the impl tensors it names, in order."""
+    k = v.outputs.index(out)
     for u in dict.fromkeys(t for t in v.inputs if t is not None):
-        for e in rel.get(u, [])[:16]:   # the shortest equations (``_prove`` keeps them sorted)
+        for e in rel.get(u, [])[:16]:
             leaves = terms.refs(e)
             outs = [{base(n.name)[0]: n.outputs[k] for n in region.consumers.get(x, [])
                      if n.target == v.target and len(n.outputs) > k} for x in leaves]
             for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
                 names = {x: o[stem] for x, o in zip(leaves, outs)}
-                if not index.total_fits([names[x] for x in leaves]):
-                    continue   # every variant sums or moves the same elements: same grand total
-                for guess in _variants(terms.rename(e, names.__getitem__), want.ndim):
-                    try:
-                        val = np.asarray(terms.evaluate(guess, index.values.__getitem__))
-                    except (terms.TermError, ValueError, KeyError):
-                        continue
-                    hit = index.match([(guess, val)], want)   # as is, permuted or reshaped
-                    if hit:
-                        guesses.setdefault(str(hit[0]), hit[0])
-                        break
+                yield terms.rename(e, names.__getitem__), [names[x] for x in leaves]
+
+
+def _carried(v: Node, out: str, rel: dict, region: "Region", index: Index, want) -> list[terms.Term]:
+    """The first guesses: the renamed equations as they are, where the value equals
+    ``want`` (elementwise steps of a layer stack; their proofs are mostly found by key)."""
+    guesses = {}
+    for g, leaves in _renames(v, out, rel, region):
+        if all(index.values[n].ndim == want.ndim for n in leaves):
+            try:
+                if same(np.asarray(terms.evaluate(g, index.values.__getitem__)), want):
+                    guesses.setdefault(str(g), g)
+            except (terms.TermError, ValueError):
+                continue
+    return list(guesses.values())
+
+
+def _propagated(v: Node, out: str, rel: dict, region: "Region", index: Index, want) -> list[terms.Term]:
+    """The next guesses: the renamed equations with their combining nodes varied
+    (``_variants``), permuted or reshaped, kept where the value equals ``want``."""
+    guesses = {}
+    index.aim(want)
+    for g, leaves in _renames(v, out, rel, region):
+        if not index.total_fits(leaves):
+            continue   # every variant sums or moves the same elements: same grand total
+        for guess in _variants(g, want.ndim):
+            try:
+                val = np.asarray(terms.evaluate(guess, index.values.__getitem__))
+            except (terms.TermError, ValueError, KeyError):
+                continue
+            hit = index.match([(guess, val)], want)
+            if hit:
+                guesses.setdefault(str(hit[0]), hit[0])
+                break
     return list(guesses.values())
 
 
@@ -189,15 +211,21 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
         reach, explored = region.grow(frontier)
         outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
-        guess = {o: [] if o in outputs else _propagated(v, o, rel, region, index, s_vals[o]) for o in v.outputs}
-        outs = _prove(prover, rel, v, guess) if all(guess.values()) else []
+        outs, found = [], {}
+        for tier in (lambda o: _carried(v, o, rel, region, index, s_vals[o]),
+                     lambda o: _propagated(v, o, rel, region, index, s_vals[o])):
+            if outs and all(out.holds for out in outs) or set(v.outputs) & outputs:
+                break
+            found = {o: tier(o) for o in v.outputs}
+            outs = _prove(prover, rel, v, found) if all(found.values()) else []
         if not outs or not all(out.holds for out in outs):
             varying = reach - region.constants   # constants only where nothing else fits
-            found = {o: index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
+            near = {t for x in frontier for n in region.consumers.get(x, ()) if n.target == v.target
+                    for t in n.outputs} & reach if len(varying) > NEAR_FIRST else set()
+            found = {o: (near and index.find(s_vals[o], near, r.spec.tensors[o].is_int))
+                     or index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
                      or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
             outs = _prove(prover, rel, v, found) if all(found.values()) else []
-        else:
-            found = guess
         tried = {o: [str(c) for c in cs] for o, cs in found.items()}
         term = {str(c): c for cs in found.values() for c in cs}
         for out in outs:
