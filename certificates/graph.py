@@ -252,6 +252,7 @@ def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: s
 
 
 def _toposort(nodes: list[Node], inputs: list[str], tensors: dict, where: str):
+    inputs = set(inputs)
     producer: dict[str, Node] = {}
     for node in nodes:
         for t in node.outputs:
@@ -269,9 +270,9 @@ def _toposort(nodes: list[Node], inputs: list[str], tensors: dict, where: str):
     order, done, by_name = [], set(), {n.name: n for n in nodes}
     state: dict[str, int] = {}
     for start in nodes:  # iterative DFS; a grey node reached again closes a cycle
-        stack = [(start.name, iter(sorted(deps[start.name])))]
         if start.name in done:
             continue
+        stack = [(start.name, iter(sorted(deps[start.name])))]
         state[start.name] = 1
         while stack:
             name, it = stack[-1]

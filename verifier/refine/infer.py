@@ -77,6 +77,51 @@ def _prove(prover: Chain, rel: dict, v: Node, found: dict) -> list[Outcome]:
         return [Outcome(o, str(c), failure=str(e)) for o, cs in found.items() for c in cs]
 
 
+def _signature(v: Node, ins: list[str], rel: dict, region: "Region", spec: Graph) -> tuple[str, dict]:
+    """The step as text with every impl tensor renamed by first appearance: the operator,
+    its inputs' shapes and equations, and the impl nodes consuming what those equations
+    name. Steps with equal signatures (layer after layer) are alike up to the
+    renaming, so an earlier one's equations, renamed, are the first guess (``_twin``)."""
+    canon: dict[str, str] = {}
+
+    def ren(t: str | None) -> str | None:
+        return t if t is None else canon.setdefault(t, f"t{len(canon)}")
+    parts: list = [v.target, sorted(v.attrs.items()), [spec.tensors[u].shape for u in ins]]
+    parts += [[str(terms.rename(e, ren)) for e in rel[u][:16]] for u in ins]
+    for x in list(canon):
+        parts.append([(n.target, sorted(n.attrs.items()), [ren(i) for i in n.inputs], [ren(o) for o in n.outputs])
+                      for n in region.consumers.get(x, ())])
+    return repr(parts), canon
+
+
+def _twin(hit: tuple | None, canon: dict, k: int) -> list[terms.Term]:
+    """The equations an earlier alike step found for its ``k``-th output, renamed to this
+    step (each impl tensor through the two steps' canonical names), where all names map."""
+    if hit is None:
+        return []
+    theirs, found = hit
+    back = {c: t for t, c in canon.items()}
+    out = []
+    for e in list(found.values())[k]:
+        try:
+            out.append(terms.rename(e, lambda n: back[theirs[n]]))
+        except KeyError:
+            continue
+    return out
+
+
+def _valued(guesses: list[terms.Term], index: Index, want) -> list[terms.Term]:
+    """The guesses whose value equals ``want`` (a wrong guess can be costly to refute)."""
+    out = []
+    for g in guesses:
+        try:
+            if same(np.asarray(terms.evaluate(g, index.values.__getitem__)), want):
+                out.append(g)
+        except (terms.TermError, ValueError):
+            continue
+    return out
+
+
 def _renames(v: Node, out: str, rel: dict, region: "Region"):
     """Each input equation (the 16 shortest: ``_prove`` keeps them sorted) with every impl
     tensor replaced by the output of a consumer doing what ``v`` does, for each name such
@@ -204,21 +249,25 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         return inf
     index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), chain(r.spec, r.impl, limits)
     rel = inf.relation
+    memo: dict[str, tuple] = {}   # step signature -> (its canonical names, the relation found)
     for k, v in enumerate(r.spec.nodes):
         if progress:
             progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
-        reach, explored = region.grow(frontier)
         outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
+        sig, canon = _signature(v, ins, rel, region, r.spec)
         outs, found = [], {}
-        for tier in (lambda o: _carried(v, o, rel, region, index, s_vals[o]),
+        for tier in (lambda o: _valued(_twin(memo.get(sig), canon, v.outputs.index(o)), index, s_vals[o]),
+                     lambda o: _carried(v, o, rel, region, index, s_vals[o]),
                      lambda o: _propagated(v, o, rel, region, index, s_vals[o])):
             if outs and all(out.holds for out in outs) or set(v.outputs) & outputs:
                 break
             found = {o: tier(o) for o in v.outputs}
             outs = _prove(prover, rel, v, found) if all(found.values()) else []
+        reach, explored = set(), []
         if not outs or not all(out.holds for out in outs):
+            reach, explored = region.grow(frontier)
             varying = reach - region.constants   # constants only where nothing else fits
             near = {t for x in frontier for n in region.consumers.get(x, ()) if n.target == v.target
                     for t in n.outputs} & reach if len(varying) > NEAR_FIRST else set()
@@ -235,6 +284,10 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             else:
                 tried[out.spec][tried[out.spec].index(out.expr)] += f"  -- {out.failure}"
         missing = [o for o in v.outputs if not rel.get(o)]
+        if missing and not explored:
+            explored = region.grow(frontier)[1]
+        if not missing:
+            memo.setdefault(sig, (canon, {o: rel[o] for o in v.outputs}))
         if missing:
             inf.failure = Failure(v, f"no clean expression over the impl relates '{missing[0]}'",
                                   {t: [str(e) for e in rel[t]] for t in ins}, tried, explored)
