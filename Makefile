@@ -15,7 +15,7 @@ $(BIN)/pvcert: pyproject.toml
 
 $(VENV)/.dev: $(BIN)/pvcert
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,torch,models]'
+	$(BIN)/pip install -q -e '.[dev,torch,models,dask]'
 	touch $@
 
 .PHONY: demo test proofs bench clean
