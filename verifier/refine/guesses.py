@@ -1,0 +1,141 @@
+"""Guesses for a step's output relation, cheapest first (docs/refinement.md, step 3).
+
+*twin*: an earlier step alike up to renaming (``signature``) lends its equations;
+*carried*: each input equation carried through the consumers doing what the step does;
+*varied*: those with their combining nodes made sums or concats along any dim. Every
+guess is checked by value here and proved by the checker before it enters the relation.
+``region`` is the engine's ``infer.Region`` (its ``consumers`` of each impl tensor).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from certificates import terms
+from certificates.graph import Graph, Node
+
+from .candidates import Index, base, same
+
+
+def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph) -> tuple[str, dict]:
+    """The step as text with every impl tensor renamed by first appearance: the operator,
+    its inputs' shapes and equations, and the impl nodes consuming what those equations
+    name. Steps with equal signatures (layer after layer) are alike up to the
+    renaming, so an earlier one's equations, renamed, are the first guess (``twin``)."""
+    canon: dict[str, str] = {}
+
+    def ren(t: str | None) -> str | None:
+        return t if t is None else canon.setdefault(t, f"t{len(canon)}")
+    parts: list = [v.target, sorted(v.attrs.items()), [spec.tensors[u].shape for u in ins]]
+    parts += [[str(terms.rename(e, ren)) for e in rel[u][:16]] for u in ins]
+    for x in list(canon):
+        parts.append([(n.target, sorted(n.attrs.items()), [ren(i) for i in n.inputs], [ren(o) for o in n.outputs])
+                      for n in region.consumers.get(x, ())])
+    return repr(parts), canon
+
+
+def twin(hit: tuple | None, canon: dict, k: int) -> list[terms.Term]:
+    """The equations an earlier alike step found for its ``k``-th output, renamed to this
+    step (each impl tensor through the two steps' canonical names), where all names map."""
+    if hit is None:
+        return []
+    theirs, found = hit
+    back = {c: t for t, c in canon.items()}
+    out = []
+    for e in list(found.values())[k]:
+        try:
+            out.append(terms.rename(e, lambda n: back[theirs[n]]))
+        except KeyError:
+            continue
+    return out
+
+
+def valued(guesses: list[terms.Term], index: Index, want) -> list[terms.Term]:
+    """The guesses whose value equals ``want`` (a wrong guess can be costly to refute)."""
+    out = []
+    for g in guesses:
+        try:
+            if same(np.asarray(terms.evaluate(g, index.values.__getitem__)), want):
+                out.append(g)
+        except (terms.TermError, ValueError):
+            continue
+    return out
+
+
+def renames(v: Node, out: str, rel: dict, region):
+    """Each input equation (the 16 shortest: ``_prove`` keeps them sorted) with every impl
+    tensor replaced by the output of a consumer doing what ``v`` does, for each name such
+    consumers share on every rank; with the impl tensors it names, in order."""
+    k = v.outputs.index(out)
+    for u in dict.fromkeys(t for t in v.inputs if t is not None):
+        for e in rel.get(u, [])[:16]:
+            leaves = terms.refs(e)
+            outs = [{base(n.name)[0]: n.outputs[k] for n in region.consumers.get(x, [])
+                     if n.target == v.target and len(n.outputs) > k} for x in leaves]
+            for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
+                names = {x: o[stem] for x, o in zip(leaves, outs)}
+                yield terms.rename(e, names.__getitem__), [names[x] for x in leaves]
+
+
+def carried(v: Node, out: str, rel: dict, region, index: Index, want) -> list[terms.Term]:
+    """The first guesses: the renamed equations as they are, where the value equals
+    ``want`` (elementwise steps of a layer stack; their proofs are mostly found by key)."""
+    guesses = {}
+    for g, leaves in renames(v, out, rel, region):
+        if all(index.values[n].ndim == want.ndim for n in leaves):
+            try:
+                if same(np.asarray(terms.evaluate(g, index.values.__getitem__)), want):
+                    guesses.setdefault(str(g), g)
+            except (terms.TermError, ValueError):
+                continue
+    return list(guesses.values())
+
+
+def propagated(v: Node, out: str, rel: dict, region, index: Index, want) -> list[terms.Term]:
+    """The next guesses: the renamed equations with their combining nodes varied
+    (``variants``), permuted or reshaped, kept where the value equals ``want``."""
+    guesses = {}
+    index.aim(want)
+    for g, leaves in renames(v, out, rel, region):
+        if not index.total_fits(leaves):
+            continue   # every variant sums or moves the same elements: same grand total
+        for guess in variants(g, want.ndim):
+            try:
+                val = np.asarray(terms.evaluate(guess, index.values.__getitem__))
+            except (terms.TermError, ValueError, KeyError):
+                continue
+            hit = index.match([(guess, val)], want)
+            if hit:
+                guesses.setdefault(str(hit[0]), hit[0])
+                break
+    return list(guesses.values())
+
+
+def variants(t: terms.Term, ndim: int, limit: int = 64):
+    """``t`` first, then ``t`` with each combining node (concat or sum) made a sum or a
+    concat along any dim: the op may move the sharded dim (t, permute, view) or turn a
+    shard into a partial sum (a contraction)."""
+    yield t
+    nodes = []
+
+    def walk(x):
+        if isinstance(x, terms.Call) and x.fn in ("concat", "sum"):
+            nodes.append(x)
+        if isinstance(x, terms.Call):
+            for a in x.args:
+                walk(a)
+    walk(t)
+    kinds = [("sum", ())] + [("concat", (("dim", d),)) for d in range(ndim)]
+    if not nodes or len(kinds) ** len(nodes) > limit:
+        return
+    for choice in itertools.product(kinds, repeat=len(nodes)):
+        pick = dict(zip(map(id, nodes), choice))
+
+        def build(x):
+            if not isinstance(x, terms.Call):
+                return x
+            fn, kw = pick.get(id(x), (x.fn, x.kw))
+            return terms.Call(fn, tuple(build(a) for a in x.args), kw)
+        yield build(t)
