@@ -21,19 +21,37 @@ from .candidates import Index, base, same
 
 def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph) -> tuple[str, dict]:
     """The step as text with every impl tensor renamed by first appearance: the operator,
-    its inputs' shapes and equations, and the impl nodes consuming what those equations
-    name. Steps with equal signatures (layer after layer) are alike up to the
-    renaming, so an earlier one's equations, renamed, are the first guess (``twin``)."""
+    its inputs' shapes and equations, and the impl nodes doing what the step does on what
+    those equations name (``readers``). Steps with equal signatures (layer after layer) are
+    alike up to the renaming, so an earlier one's equations, renamed, are the first guess
+    (``twin``)."""
     canon: dict[str, str] = {}
 
     def ren(t: str | None) -> str | None:
         return t if t is None else canon.setdefault(t, f"t{len(canon)}")
     parts: list = [v.target, sorted(v.attrs.items()), [spec.tensors[u].shape for u in ins]]
     parts += [[str(terms.rename(e, ren)) for e in rel[u][:16]] for u in ins]
+    read = readers(v, rel, region)
     for x in list(canon):
-        parts.append([(n.target, sorted(n.attrs.items()), [ren(i) for i in n.inputs], [ren(o) for o in n.outputs])
-                      for n in region.consumers.get(x, ())])
+        parts.append([(sorted(n.attrs.items()), [ren(i) for i in n.inputs], [ren(o) for o in n.outputs])
+                      for n in read(x, None)])
     return repr(parts), canon
+
+
+def readers(v: Node, rel: dict, region):
+    """``read(x, u)``: the impl nodes doing what ``v`` does that read ``x`` (named by input
+    ``u``'s equations; None: any input's) and, if ``v`` has several inputs, also read what
+    another input's equations name (a rotary table feeds every layer's multiplication;
+    only one of them is this step's)."""
+    ins = list(dict.fromkeys(t for t in v.inputs if t is not None))
+    named = {u: {x for e in rel.get(u, [])[:16] for x in terms.refs(e)} for u in ins}
+
+    def read(x: str, u: str | None) -> list[Node]:
+        owners = [w for w in ins if x in named[w]] if u is None else [u]
+        other = set().union(*(named[w] for w in ins if w not in owners))
+        return [n for n in region.consumers.get(x, ()) if n.target == v.target
+                and (not other or any(i in other for i in n.inputs))]
+    return read
 
 
 def twin(hit: tuple | None, canon: dict, k: int) -> list[terms.Term]:
@@ -67,13 +85,12 @@ def valued(guesses: list[terms.Term], index: Index, want) -> list[terms.Term]:
 def renames(v: Node, out: str, rel: dict, region):
     """Each input equation (the 16 shortest: ``_prove`` keeps them sorted) with every impl
     tensor replaced by the output of a consumer doing what ``v`` does, for each name such
-    consumers share on every rank; with the impl tensors it names, in order."""
-    k = v.outputs.index(out)
+    consumers share on every rank (``readers``); with the impl tensors it names, in order."""
+    k, read = v.outputs.index(out), readers(v, rel, region)
     for u in dict.fromkeys(t for t in v.inputs if t is not None):
         for e in rel.get(u, [])[:16]:
             leaves = terms.refs(e)
-            outs = [{base(n.name)[0]: n.outputs[k] for n in region.consumers.get(x, [])
-                     if n.target == v.target and len(n.outputs) > k} for x in leaves]
+            outs = [{base(n.name)[0]: n.outputs[k] for n in read(x, u) if len(n.outputs) > k} for x in leaves]
             for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
                 names = {x: o[stem] for x, o in zip(leaves, outs)}
                 yield terms.rename(e, names.__getitem__), [names[x] for x in leaves]
