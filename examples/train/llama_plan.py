@@ -1,9 +1,9 @@
 """A Llama-style training step (RMSNorm, RoPE attention, SwiGLU) under a DP x TP x PP plan.
 
 ``make_case(dp, tp, pp, micro_batches, layers, optimizer)``; tiny shapes (hidden 2 per head,
-one head per TP rank at least). Write the JSON case and verify it:
-``python -m verifier.train.plan examples/train/llama_plan.py -o case.json && pvcert verify case.json``.
-The default is dp2 pp2 with 2 micro-batches. ``sp=True`` adds Megatron-style sequence
+one head per TP rank at least). ``pvcert verify examples/train/llama_plan.py`` captures and
+verifies it; ``python -m verifier.train.plan examples/train/llama_plan.py -o case.json`` writes
+the JSON case. The default is the peer's configuration: dp2 tp2 pp2 with 2 micro-batches. ``sp=True`` adds Megatron-style sequence
 parallelism over the TP group (x and y fed sequence-sharded: rank ``t`` holds tokens
 ``t*S/tp ..``); ``rope="sharded"`` applies the rotary tables to the sequence shards (each
 rank its rows of cos/sin) instead of after the all_gather.
@@ -14,7 +14,7 @@ from verifier.train.plan import ParallelConfig, TrainCase
 from verifier.train.step import Optimizer
 
 
-def make_case(dp: int = 2, tp: int = 1, pp: int = 2, micro_batches: int = 2, layers: int = 2,
+def make_case(dp: int = 2, tp: int = 2, pp: int = 2, micro_batches: int = 2, layers: int = 2,
               optimizer: str = "sgd", zero1: bool = False, sp: bool = False,
               rope: str = "gathered") -> TrainCase:
     heads = max(2, tp)
