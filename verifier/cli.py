@@ -54,7 +54,6 @@ def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
     return ACCEPT
 
 
-
 def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
     from . import certificate, direct
 

@@ -148,3 +148,12 @@ def test_certificate_matches_the_schema():
     registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in schemas])
     jsonschema.Draft202012Validator(schemas[1], registry=registry).validate(
         staged_certificate(verify_staged(mlp_chain(2))))
+
+
+def test_cli_staged_verify_and_replay(tmp_path):
+    """`pvcert verify --staged --jobs 2 --emit-cert` on the bundled JSON case, then replay."""
+    cert = tmp_path / "staged.json"
+    r = run_pvcert("verify", "examples/tp_mlp/case.json", "--staged", "--jobs", "2", "--emit-cert", str(cert))
+    assert r.returncode == 0 and "VERIFIED" in r.stdout and "stages in" in r.stdout, r.stdout + r.stderr
+    r = run_pvcert("replay", str(cert))
+    assert r.returncode == 0 and "staged-refinement" in r.stdout, r.stdout + r.stderr
