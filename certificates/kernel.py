@@ -799,13 +799,15 @@ def _kept_text(expo: tuple) -> str:
 # ------------------------------------------------------------------ the claim
 
 
-def _dims(v, where: str) -> tuple[int, int, int]:
+def check_dims(v, where: str) -> tuple[int, int, int]:
+    """A grid or block: three integers in 1..65535."""
     if not (isinstance(v, list) and len(v) == 3 and all(type(x) is int and 1 <= x <= 65535 for x in v)):
         raise Malformed(where, "needs three positive integers")
     return tuple(v)
 
 
-def _params(v, where: str) -> list[dict]:
+def check_params(v, where: str) -> list[dict]:
+    """Kernel parameter bindings (docs/kernels.md): tensors with dtype and shape, integer scalars."""
     if not isinstance(v, list):
         raise Malformed(where, "params: needs a list")
     for i, p in enumerate(v):
@@ -831,7 +833,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     the witness (set of ordered conflict classes) and the printed output normal forms
     (``Printer``: reference outputs, then optimized, by element; one shared atom table),
     each as text or, for large forms, as ``{"sha256": digest of the text}``."""
-    params = _params(claim.get("params"), where)
+    params = check_params(claim.get("params"), where)
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
     if cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta):
         raise Malformed(where, "cta: needs three non-negative integers")
@@ -847,7 +849,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         if not isinstance(s.get("entry"), str):
             raise Malformed(sw, "entry: needs the kernel's name")
         k = parse(text, awhere).kernel(s["entry"])
-        grid, block = _dims(s.get("grid"), f"{sw}: grid"), _dims(s.get("block"), f"{sw}: block")
+        grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
         if any(c >= g for c, g in zip(cta, grid)):
             raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
         if not isinstance(ev.get("schedule"), list) or not isinstance(ev.get("witness"), list) \

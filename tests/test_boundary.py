@@ -41,7 +41,9 @@ def test_checker_stays_small():
     code = 0
     for path in checker_files():
         code += sum(1 for line in open(path) if line.strip() and not line.strip().startswith("#"))
-    assert code < 4500, f"certificates/ has {code} lines of code"
+    # 4,265 today: about 1,300 are the kernel replay (PTX parser and interpreter) and 430
+    # the staged re-check of shape reductions; the bound keeps it from growing unnoticed
+    assert code < 4300, f"certificates/ has {code} lines of code"
 
 
 def test_replay_runs_without_engine_or_torch(tmp_path):

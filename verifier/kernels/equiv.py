@@ -44,8 +44,8 @@ def _side(spec: dict, base: Path):
     return mod.kernel(spec.get("entry"))
 
 
-def check_pair(entry: dict, base: Path = CORPUS, block_override: dict | None = None) -> Report:
-    """Check one ``pairs.json`` entry. ``block_override`` is unused by the corpus tests."""
+def check_pair(entry: dict, base: Path = CORPUS) -> Report:
+    """Check one ``pairs.json`` entry (or launch description)."""
     seconds: dict = {}
     cta = tuple(entry.get("check_cta", [0, 0, 0]))
     results = {}

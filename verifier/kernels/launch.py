@@ -12,11 +12,7 @@ import json
 from pathlib import Path
 
 from certificates.errors import Malformed
-
-
-def _dims(v, where: str, path: str, lo: int) -> None:
-    if not (isinstance(v, list) and len(v) == 3 and all(type(x) is int and x >= lo for x in v)):
-        raise Malformed(path, f"{where}: needs three integers >= {lo}")
+from certificates.kernel import check_dims, check_params
 
 
 def load_launch(path: str) -> dict:
@@ -32,29 +28,18 @@ def load_launch(path: str) -> dict:
     params = entry.get("params")
     if not isinstance(params, list) or not params:
         raise Malformed(path, "params: needs a non-empty list")
-    for i, p in enumerate(params):
-        w = f"params[{i}]"
-        if not isinstance(p, dict) or not isinstance(p.get("name"), str):
-            raise Malformed(path, f"{w}: needs a name")
-        if p.get("role") == "scalar":
-            if type(p.get("value")) is not int:
-                raise Malformed(path, f"{w} ({p['name']}): a scalar needs an integer value")
-        elif p.get("role") in ("input", "output"):
-            if p.get("dtype") not in ("f32", "f16", "s32"):
-                raise Malformed(path, f"{w} ({p['name']}): dtype must be f32, f16 or s32")
-            if not isinstance(p.get("shape"), list) or not all(type(d) is int and d >= 0 for d in p["shape"]):
-                raise Malformed(path, f"{w} ({p['name']}): shape must be a list of integers")
-        else:
-            raise Malformed(path, f"{w} ({p['name']}): role must be input, output or scalar")
-    _dims(entry.setdefault("check_cta", [0, 0, 0]), "check_cta", path, 0)
+    check_params(params, path)
+    cta = entry.setdefault("check_cta", [0, 0, 0])
+    if not (isinstance(cta, list) and len(cta) == 3 and all(type(x) is int and x >= 0 for x in cta)):
+        raise Malformed(path, "check_cta: needs three integers >= 0")
     for side in ("reference", "optimized"):
         s = entry.get(side)
         if not isinstance(s, dict) or not isinstance(s.get("ptx"), str):
             raise Malformed(path, f"{side}: needs a 'ptx' path")
         if not (Path(path).parent / s["ptx"]).is_file():
             raise Malformed(path, f"{side}.ptx: no file {s['ptx']}")
-        _dims(s.get("grid"), f"{side}.grid", path, 1)
-        _dims(s.get("block"), f"{side}.block", path, 1)
+        check_dims(s.get("grid"), f"{path}: {side}.grid")
+        check_dims(s.get("block"), f"{path}: {side}.block")
         if any(c >= g for c, g in zip(entry["check_cta"], s["grid"])):
             raise Malformed(path, f"check_cta {entry['check_cta']} lies outside {side}.grid {s['grid']}")
     return entry

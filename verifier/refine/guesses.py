@@ -99,15 +99,9 @@ def renames(v: Node, out: str, rel: dict, region):
 def carried(v: Node, out: str, rel: dict, region, index: Index, want) -> list[terms.Term]:
     """The first guesses: the renamed equations as they are, where the value equals
     ``want`` (elementwise steps of a layer stack; their proofs are mostly found by key)."""
-    guesses = {}
-    for g, leaves in renames(v, out, rel, region):
-        if all(index.values[n].ndim == want.ndim for n in leaves):
-            try:
-                if same(np.asarray(terms.evaluate(g, index.values.__getitem__)), want):
-                    guesses.setdefault(str(g), g)
-            except (terms.TermError, ValueError):
-                continue
-    return list(guesses.values())
+    fit = {str(g): g for g, leaves in renames(v, out, rel, region)
+           if all(index.values[n].ndim == want.ndim for n in leaves)}
+    return valued(list(fit.values()), index, want)
 
 
 def propagated(v: Node, out: str, rel: dict, region, index: Index, want) -> list[terms.Term]:
