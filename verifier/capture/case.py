@@ -27,6 +27,7 @@ class Case:
     impl: dict
     input_relation: dict[str, list[str]]
     expect: dict[str, list[str]]
+    approximations: list[dict] = field(default_factory=list)   # certificates/approx.py
 
 
 @dataclass
