@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import FORMAT, VERSION, chain, kernel, refinement
+from . import FORMAT, VERSION, approx, chain, kernel, refinement
 from .errors import CheckError, Malformed, Rejected, Unsupported
 from .graph import Graph, parse_graph
 from .limits import Limits, canonical_bytes, load_json, read_bytes
@@ -69,17 +69,19 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
     return arts
 
 
-def _graph(arts: dict, aid: Any, where: str, limits: Limits) -> Graph:
+def _graph(arts: dict, aid: Any, where: str, limits: Limits, assumed: Any = ()) -> Graph:
+    """The graph artifact ``aid``, with the claim's approximations (if any) applied."""
     if aid not in arts:
         raise Malformed(where, f"names artifact {aid!r}, which the subject does not list")
     kind, value, awhere = arts[aid]
     if kind != "graph":
         raise Malformed(where, f"artifact '{aid}' is a {kind!r}, not a graph")
-    return parse_graph(value, awhere, limits)
+    return parse_graph(approx.apply(value, assumed, f"{where}: approximations") if assumed else value, awhere, limits)
 
 
 def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    spec = _graph(arts, claim.get("spec"), where, limits)
+    assumed = claim.get("approximations", [])
+    spec = _graph(arts, claim.get("spec"), where, limits, assumed)
     impl = _graph(arts, claim.get("impl"), where, limits)
     rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation",
                                     True, limits)
@@ -95,7 +97,8 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
         detail = _per_operator(spec, impl, rin, rout, evidence, where, limits)
     else:
         raise Rejected(f"evidence method {method!r} is not known to this checker")
-    return f"{spec.name} refined by {impl.name}: {detail}"
+    under = f" (assuming {approx.describe(assumed)})" if assumed else ""
+    return f"{spec.name} refined by {impl.name}{under}: {detail}"
 
 
 def _summary(outcomes: list) -> str:

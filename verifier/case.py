@@ -7,13 +7,16 @@ JSON form (``pvcert-case`` v1, docs/cases.md); paths are relative to the case fi
      "input_relation": {"X": ["x@r0", "x@r1"], "W1": ["concat(w1@r0, w1@r1, dim=0)"]},
      "expect": {"Y": ["y@r0", "y@r1"]}}
 
+An optional ``"approximations"`` list declares rewrites of the spec the user accepts
+(certificates/approx.py); the claim is then "impl refines approx(spec)".
+
 A ``.py`` case is a PyTorch program captured by ``verifier.capture``.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from certificates.errors import Malformed
@@ -29,6 +32,7 @@ class Case:
     impl: dict[str, Any]
     input_relation: dict[str, list[str]]   # spec input -> clean expressions over impl inputs
     expect: dict[str, list[str]]           # spec tensor -> clean expressions over impl tensors
+    approximations: list[dict] = field(default_factory=list)   # spec rewrites (certificates/approx.py)
 
 
 def load_case(path: str) -> Case:
@@ -36,7 +40,7 @@ def load_case(path: str) -> Case:
     if path.endswith(".py"):
         from .capture.case import load_case as capture_case  # needs torch
         c = capture_case(path)
-        return Case(c.name, c.spec, c.impl, c.input_relation, c.expect)
+        return Case(c.name, c.spec, c.impl, c.input_relation, c.expect, c.approximations)
     obj = load_json(path)
     if not isinstance(obj, dict) or obj.get("format") != CASE_FORMAT or obj.get("version") != CASE_VERSION:
         raise Malformed(path, f"not a {CASE_FORMAT} version {CASE_VERSION} file")
@@ -53,4 +57,5 @@ def load_case(path: str) -> Case:
             raise Malformed(path, f"'{key}' must be a file name or an inline graph")
         return load_json(os.path.join(base, ref))
 
-    return Case(str(obj["name"]), graph("spec"), graph("impl"), obj["input_relation"], obj["expect"])
+    return Case(str(obj["name"]), graph("spec"), graph("impl"), obj["input_relation"], obj["expect"],
+                obj.get("approximations", []))

@@ -33,7 +33,8 @@ def _refinement(r: Result, engine: str, evidence: dict[str, Any], found: Relatio
         "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl)]},
         "claims": [{"id": cid, "kind": "refinement", "spec": "spec", "impl": "impl",
                     "input_relation": {k: [str(t) for t in v] for k, v in r.inputs.items()},
-                    "output_relation": {k: [str(t) for t in v] for k, v in claimed.items()}}],
+                    "output_relation": {k: [str(t) for t in v] for k, v in claimed.items()},
+                    **({"approximations": r.case.approximations} if r.case.approximations else {})}],
         "evidence": {cid: evidence},
         "verdict": "ACCEPT",
     }

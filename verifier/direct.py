@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from certificates import refinement
+from certificates import approx, refinement
 from certificates.errors import Malformed, Unsupported
 from certificates.graph import Graph, Tensor, evaluate, parse_graph
 from certificates.limits import Limits
@@ -43,7 +43,9 @@ class ImplFailed(Exception):
 
 def prepare(case: Case, limits: Limits) -> Result:
     """Validate the graphs and relations of a case (raises ``Malformed`` on defects)."""
-    spec = parse_graph(case.spec, f"{case.name}: spec graph", limits)
+    where = f"{case.name}: spec graph"
+    spec = parse_graph(approx.apply(case.spec, case.approximations, where) if case.approximations else case.spec,
+                       where, limits)
     impl = parse_graph(case.impl, f"{case.name}: impl graph", limits)
     rin = refinement.parse_relation(case.input_relation, spec, impl, f"{case.name}: input_relation",
                                     True, limits)

@@ -1,0 +1,113 @@
+"""Approximations a user chooses, as rewrites of the spec graph that the checker re-applies.
+
+A claim with ``"approximations": [...]`` says "impl refines approx(spec)": the spec
+artifact is the exact sequential graph, and each listed rewrite is applied to it here
+before anything is checked, so the assumption is explicit and cannot be bent.
+
+``{"rule": "local-batch-norm", "node": N, "groups": k}``: the training-mode
+``aten.native_batch_norm`` node ``N`` takes its statistics per contiguous group of
+``N/k`` samples (dim 0), as ``k`` data-parallel ranks without synchronized batch norm
+do: the node becomes ``k`` batch norms on slices whose outputs are concatenated, and
+its backward node (the one reading its saved statistics) ``k`` backwards whose input
+gradients are concatenated and whose weight and bias gradients are summed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import Malformed
+
+FWD, BWD = "aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"
+
+
+def describe(approximations: list[dict]) -> str:
+    """``rule (k groups) at n nodes; ...`` for a claim's summary."""
+    count: dict[tuple, int] = {}
+    for a in approximations:
+        count[(a["rule"], a["groups"])] = count.get((a["rule"], a["groups"]), 0) + 1
+    return "; ".join(f"{r} ({k} groups) at {n} node{'s' * (n > 1)}" for (r, k), n in count.items())
+
+
+def apply(graph: dict, approximations: Any, where: str) -> dict:
+    """``graph`` (graph JSON) with every approximation applied; the input is not changed."""
+    if not isinstance(approximations, list):
+        raise Malformed(where, "'approximations' must be a list")
+    g = dict(graph, nodes=list(graph.get("nodes", [])), tensors=dict(graph.get("tensors", {})))
+    for i, a in enumerate(approximations):
+        here = f"{where}: approximation #{i}"
+        if not isinstance(a, dict) or a.get("rule") != "local-batch-norm" or set(a) != {"rule", "node", "groups"}:
+            raise Malformed(here, "expected {'rule': 'local-batch-norm', 'node': name, 'groups': k}")
+        k = a["groups"]
+        if not isinstance(k, int) or isinstance(k, bool) or k < 2:
+            raise Malformed(here, f"groups must be an integer >= 2, got {k!r}")
+        _local_batch_norm(g, a["node"], k, here)
+    return g
+
+
+def _split(g: dict, node: dict, i: int, k: int, where: str) -> str:
+    """A slice node taking the ``i``-th of ``k`` groups of ``node``'s input along dim 0."""
+    src = g["tensors"].get(node)
+    if not isinstance(src, dict) or not isinstance(src.get("shape"), list) or not src["shape"]:
+        raise Malformed(where, f"tensor '{node}' has no shape")
+    n = src["shape"][0]
+    if not isinstance(n, int) or n % k:
+        raise Malformed(where, f"dim 0 of '{node}' ({n}) is not divisible by {k} groups")
+    out = _fresh(g, f"{node}.group{i}", dict(src, shape=[n // k] + src["shape"][1:]), where)
+    _emit(g, "aten.slice.Tensor", [node], [out], {"dim": 0, "start": i * n // k, "end": (i + 1) * n // k, "step": 1},
+          src.get("rank", 0))
+    return out
+
+
+def _fresh(g: dict, name: str, meta: dict, where: str) -> str:
+    if name in g["tensors"]:
+        raise Malformed(where, f"the rewrite's tensor name '{name}' is already taken")
+    g["tensors"][name] = meta
+    return name
+
+
+def _emit(g: dict, target: str, inputs: list, outputs: list[str], attrs: dict, rank: int) -> None:
+    """Append a node named after its first output (the parser orders nodes itself)."""
+    g["nodes"].append({"name": f"{outputs[0]}.node", "target": target, "inputs": inputs, "outputs": outputs,
+                       "attrs": attrs, "rank": rank})
+
+
+def _local_batch_norm(g: dict, name: Any, k: int, where: str) -> None:
+    at = [j for j, n in enumerate(g["nodes"]) if isinstance(n, dict) and n.get("name") == name]
+    if len(at) != 1 or g["nodes"][at[0]].get("target") != FWD:
+        raise Malformed(where, f"no single {FWD} node named {name!r}")
+    fwd = g["nodes"].pop(at[0])
+    ins, outs = list(fwd.get("inputs", [])) + [None] * 5, fwd.get("outputs", [])
+    if len(outs) != 3:
+        raise Malformed(where, f"node {name!r} must have 3 outputs")
+    y, mean, rstd = outs
+    users = [n for n in g["nodes"] if isinstance(n, dict) and {mean, rstd} & set(n.get("inputs") or [])]
+    if len(users) != 1 or users[0].get("target") != BWD or (users[0].get("inputs") or [None] * 7)[5:7] != [mean, rstd]:
+        raise Malformed(where, f"the saved statistics of {name!r} must feed exactly one {BWD} node")
+    if mean in g.get("outputs", []) or rstd in g.get("outputs", []):
+        raise Malformed(where, f"the saved statistics of {name!r} are graph outputs")
+    bwd = users[0]
+    g["nodes"].remove(bwd)
+    rank = fwd.get("rank", 0)
+    stat = g["tensors"].pop(mean), g["tensors"].pop(rstd)
+    parts: list[list[str]] = [[], [], [], []]     # y, grad input, grad weight, grad bias
+    for i in range(k):
+        x = _split(g, ins[0], i, k, where)
+        yi, mi, ri = (_fresh(g, f"{t}.group{i}", dict(m), where)
+                      for t, m in ((y, dict(g["tensors"][y], shape=g["tensors"][x]["shape"])), (mean, stat[0]),
+                                   (rstd, stat[1])))
+        _emit(g, FWD, [x] + ins[1:5], [yi, mi, ri], dict(fwd.get("attrs", {})), rank)
+        gy = _split(g, bwd["inputs"][0], i, k, where)
+        grads = [_fresh(g, f"{t}.group{i}", dict(g["tensors"][t], shape=g["tensors"][s]["shape"]), where)
+                 for t, s in zip(bwd["outputs"], (x, bwd["outputs"][1], bwd["outputs"][2]))]
+        _emit(g, BWD, [gy, x] + list(bwd["inputs"][2:5]) + [mi, ri], grads, dict(bwd.get("attrs", {})), rank)
+        for part, t in zip(parts, [yi] + grads):
+            part.append(t)
+    _emit(g, "aten.cat.default", parts[0], [y], {"dim": 0}, rank)
+    _emit(g, "aten.cat.default", parts[1], [bwd["outputs"][0]], {"dim": 0}, rank)
+    for part, total in zip(parts[2:4], bwd["outputs"][1:]):
+        acc = part[0]
+        for j, t in enumerate(part[1:]):
+            acc_next = total if j == len(part) - 2 else _fresh(g, f"{total}.sum{j}", dict(g["tensors"][total]), where)
+            _emit(g, "aten.add.Tensor", [acc, t], [acc_next], {}, rank)
+            acc = acc_next

@@ -1,0 +1,80 @@
+"""Training-mode batch normalization, kept whole by capture (``aten.native_batch_norm``
+and its backward), in the style of ``ops.py``. Input ``[N, C, *]``: statistics per
+channel (dim 1) over every other dim, biased variance; running statistics are not
+modelled (they must be absent). The backward uses the forward's saved mean and 1/std.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ops import REQ, ShapeError, is_sym, op
+from .poly import apply, to_fraction
+
+
+def _const(x: np.ndarray, c):
+    return to_fraction(c) if is_sym(x) else float(c)
+
+
+def _rsqrt(v: np.ndarray) -> np.ndarray:
+    return 1 / (np.frompyfunc(lambda e: apply("sqrt", e), 1, 1)(v) if is_sym(v) else np.sqrt(v.astype(float)))
+
+
+def _axes(x: np.ndarray) -> tuple[int, ...]:
+    return tuple(i for i in range(x.ndim) if i != 1)
+
+
+def _chan(v: np.ndarray, nd: int) -> np.ndarray:
+    """A per-channel vector shaped to broadcast against ``[N, C, *]``."""
+    return v.reshape((1, -1) + (1,) * (nd - 2))
+
+
+def _shapes(shapes, a, grad: bool):
+    x = shapes[1] if grad else shapes[0]
+    if len(x) < 2:
+        raise ShapeError(f"batch_norm input needs [N, C, ...], got {x}")
+    if shapes[3] is not None or shapes[4] is not None:
+        raise ShapeError("running statistics are not supported (track_running_stats=False)")
+    if not (a["train"] if grad else a["training"]) or (grad and list(a["output_mask"]) != [True] * 3):
+        raise ShapeError("only training-mode batch_norm (backward: every gradient) is supported")
+    c = (x[1],)
+    if grad and (shapes[0] != x or shapes[5] != c or shapes[6] != c):
+        raise ShapeError(f"batch_norm backward: grad {shapes[0]}, saved {shapes[5]}/{shapes[6]} vs input {x}")
+    for w in shapes[2:3]:
+        if w is not None and w != c:
+            raise ShapeError(f"batch_norm weight {w} vs {c} channels")
+    return [x, c, c]
+
+
+def _forward(xs, a):
+    x, w, b = xs[0], xs[1], xs[2]
+    ax = _axes(x)
+    inv_n = _const(x, to_fraction(1) / (x.size // x.shape[1]))
+    mean = np.sum(x, axis=ax) * inv_n
+    c = x - _chan(mean, x.ndim)
+    rstd = _rsqrt(np.sum(c * c, axis=ax) * inv_n + _const(x, a["eps"]))
+    y = c * _chan(rstd, x.ndim)
+    if w is not None:
+        y = y * _chan(w, x.ndim)
+    if b is not None:
+        y = y + _chan(b, x.ndim)
+    return [y, mean, rstd]
+
+
+def _backward(xs, a):
+    g, x, w, mean, rstd = xs[0], xs[1], xs[2], xs[5], xs[6]
+    ax, nd = _axes(x), x.ndim
+    inv_n = _const(x, to_fraction(1) / (x.size // x.shape[1]))
+    xhat = (x - _chan(mean, nd)) * _chan(rstd, nd)
+    gb = np.sum(g, axis=ax)
+    gw = np.sum(g * xhat, axis=ax)
+    scale = _chan(rstd if w is None else rstd * w, nd)
+    gx = scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd))
+    return [gx, gw, gb]
+
+
+op("aten.native_batch_norm.default", "input weight? bias? running_mean? running_var?",
+   {"training": REQ, "momentum": REQ, "eps": REQ}, shape=lambda s, a: _shapes(s, a, False), outputs=3)(_forward)
+op("aten.native_batch_norm_backward.default",
+   "grad_out input weight? running_mean? running_var? save_mean? save_invstd?",
+   {"train": REQ, "eps": REQ, "output_mask": REQ}, shape=lambda s, a: _shapes(s, a, True), outputs=3)(_backward)
