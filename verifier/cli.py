@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from certificates import cli as checker_cli
+from certificates import approx, cli as checker_cli
 from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
 from certificates.limits import Limits
 
@@ -18,6 +18,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     case = load_case(args.case)
     limits = Limits(seconds=args.timeout)
+    if case.approximations:
+        approx.apply(case.spec, case.approximations, f"{args.case}: approximations")   # malformed: exit 2
+        if args.staged:
+            raise Malformed(args.case, "declared approximations are not supported with --staged")
+        print(f"{case.name}: assuming {approx.describe(case.approximations)} (the spec is rewritten accordingly)")
     if args.engine == "whole-graph":
         return _verify_whole_graph(case, args, limits)
     if args.staged:

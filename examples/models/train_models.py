@@ -38,7 +38,8 @@ from .mappings import all_to_all_ep, copy_to_tp, gather_from_sp, reduce_from_tp,
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shapes of the model: ``kind`` is ``llama`` or ``moe`` (attention + routed/shared experts)."""
+    """Shapes of the model: ``kind`` is ``llama``, ``moe`` (attention + routed/shared experts)
+    or ``bn`` (MLP blocks with batch norm, no attention)."""
 
     kind: str = "llama"
     layers: int = 2
@@ -73,6 +74,9 @@ Split = tuple[str, int] | None
 
 def llama_params(c: ModelConfig, layer: int) -> dict[str, tuple[tuple[int, ...], Split]]:
     d, f, p = c.hidden, c.ffn, f"layers.{layer}."
+    if c.kind == "bn":
+        return {p + "up": ((f, d), ("tp", 0)), p + "bn_w": ((f,), ("tp", 0)), p + "bn_b": ((f,), ("tp", 0)),
+                p + "down": ((d, f), ("tp", 1))}
     out: dict[str, tuple[tuple[int, ...], Split]] = {p + "n1": ((d,), None)}
     out.update({p + n: ((d, d), ("tp", 0)) for n in ("q", "k", "v")})
     out[p + "o"] = ((d, d), ("tp", 1))
@@ -210,8 +214,19 @@ def moe_ffn(p: dict, pre: str, x, dispatch, par: Par, groups: int = 1):
     return x + shared + routed
 
 
+def bn_mlp(p: dict, pre: str, x, par: Par):
+    """``x + down(silu(batch_norm(up(x))))``: training-mode batch norm over the channels of
+    ``up`` (statistics over batch and sequence), column/row parallel over TP (per-channel
+    statistics stay local to a TP rank); under DP a rank normalizes with its own samples."""
+    h = F.linear(_enter(x, par), p[pre + "up"]).transpose(1, 2)            # [b, f, S]
+    h = F.batch_norm(h, None, None, p[pre + "bn_w"], p[pre + "bn_b"], training=True, eps=1e-5)
+    return x + _leave(F.linear(F.silu(h.transpose(1, 2)), p[pre + "down"]), par)
+
+
 def layer(p: dict, i: int, x, cos, sin, c: ModelConfig, par: Par, dispatch=None, groups: int = 1):
     pre = f"layers.{i}."
+    if c.kind == "bn":
+        return bn_mlp(p, pre, x, par)
     x = attention(p, pre, x, cos, sin, c, par)
     if c.kind == "llama":
         return llama_mlp(p, pre, x, par)

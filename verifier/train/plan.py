@@ -78,6 +78,7 @@ class TrainCase:
     config: ParallelConfig
     opt: Optimizer = field(default_factory=Optimizer)
     bugs: Bugs = field(default_factory=Bugs)
+    approximations: tuple[str, ...] = ()   # accepted spec rewrites: "local-batch-norm" (certificates/approx.py)
 
 
 def check(c: ModelConfig, p: ParallelConfig) -> None:
@@ -91,7 +92,8 @@ def check(c: ModelConfig, p: ParallelConfig) -> None:
             (p.ep == 1 or (c.kind == "moe" and p.ep == p.dp and c.experts % p.ep == 0),
              "expert parallelism: MoE layers, ep == dp, experts divisible by ep"),
             (not p.zero1 or (p.tp == 1 and c.kind == "llama" and c.hidden % p.dp == 0 and c.ffn % p.dp == 0),
-             "ZeRO-1: tp == 1, Llama layers, hidden and ffn divisible by dp")]
+             "ZeRO-1: tp == 1, Llama layers, hidden and ffn divisible by dp"),
+            (c.kind != "bn" or not p.sp, "batch-norm layers without sequence parallelism")]
     bad = [msg for ok, msg in need if not ok]
     if bad:
         raise ValueError("unsupported plan: needs " + "; ".join(bad))
@@ -254,14 +256,31 @@ def plan_case(tc: TrainCase) -> Captured:
             progs.append(cap.program)
     impl = build_graph(tc.name + "_impl", progs, p.world, suffix=True)
     rel, exp = _lineage(tc)
-    case = Case(tc.name, spec.graph, impl, rel, exp)
+    case = Case(tc.name, spec.graph, impl, rel, exp, approximations(tc, spec.graph))
     return Captured(case, time.perf_counter() - t0, len(spec.graph["nodes"]), len(impl["nodes"]))
+
+
+def approximations(tc: TrainCase, spec: dict) -> list[dict]:
+    """The declared approximations, spelled out per spec node.
+
+    ``local-batch-norm``: every training-mode batch norm of the sequential step takes its
+    statistics per DP rank's samples (``dp`` groups along the batch), as DP without
+    synchronized batch norm does. With ``dp == 1`` it is exact and nothing is assumed.
+    """
+    unknown = set(tc.approximations) - {"local-batch-norm"}
+    if unknown:
+        raise ValueError(f"unknown approximation(s) {sorted(unknown)} (known: local-batch-norm)")
+    if "local-batch-norm" not in tc.approximations or tc.config.dp == 1:
+        return []
+    return [{"rule": "local-batch-norm", "node": n["name"], "groups": tc.config.dp}
+            for n in spec["nodes"] if n["target"] == "aten.native_batch_norm.default"]
 
 
 def write_case(case: Case, path: str) -> None:
     """The JSON case (``pvcert-case`` v1, graphs inline)."""
     doc = {"format": "pvcert-case", "version": 1, "name": case.name, "spec": case.spec, "impl": case.impl,
-           "input_relation": case.input_relation, "expect": case.expect}
+           "input_relation": case.input_relation, "expect": case.expect,
+           **({"approximations": case.approximations} if case.approximations else {})}
     with open(path, "w") as f:
         json.dump(doc, f)
 
