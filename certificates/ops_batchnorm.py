@@ -30,6 +30,7 @@ def _chan(v: np.ndarray, nd: int) -> np.ndarray:
 
 
 def _shapes(shapes, a, grad: bool):
+    shapes = list(shapes) + [None] * (7 - len(shapes))      # trailing optional operands may be left out
     x = shapes[1] if grad else shapes[0]
     if len(x) < 2:
         raise ShapeError(f"batch_norm input needs [N, C, ...], got {x}")
@@ -47,7 +48,7 @@ def _shapes(shapes, a, grad: bool):
 
 
 def _forward(xs, a):
-    x, w, b = xs[0], xs[1], xs[2]
+    x, w, b = (list(xs) + [None] * 3)[:3]
     ax = _axes(x)
     inv_n = _const(x, to_fraction(1) / (x.size // x.shape[1]))
     mean = np.sum(x, axis=ax) * inv_n

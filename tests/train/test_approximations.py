@@ -21,10 +21,13 @@ EPS = 1e-5
 
 def _bn_graph(n: int = 4, c: int = 3, s: int = 2) -> dict:
     """y = batch_norm(x); (gx, gw, gb) = its backward for seed gy: one rank, as capture writes it."""
-    f32 = lambda *shape: {"shape": list(shape), "dtype": "float32", "rank": 0}  # noqa: E731
+    def f32(*shape, role=None):
+        return {"shape": list(shape), "dtype": "float32", "rank": 0, **({"role": role} if role else {})}
+
     return {"format": "pvcert-graph", "version": 1, "name": "bn", "world_size": 1,
             "inputs": ["x", "w", "b", "gy"], "outputs": ["y", "gx", "gw", "gb"],
-            "tensors": {"x": f32(n, c, s), "w": f32(c), "b": f32(c), "gy": f32(n, c, s), "y": f32(n, c, s),
+            "tensors": {"x": f32(n, c, s, role="activation"), "w": f32(c, role="parameter"),
+                        "b": f32(c, role="parameter"), "gy": f32(n, c, s, role="gradient"), "y": f32(n, c, s),
                         "mean": f32(c), "rstd": f32(c), "gx": f32(n, c, s), "gw": f32(c), "gb": f32(c)},
             "nodes": [{"name": "bn", "target": approx.FWD, "inputs": ["x", "w", "b"], "outputs": ["y", "mean", "rstd"],
                        "attrs": {"training": True, "momentum": 0.1, "eps": EPS}, "rank": 0},
