@@ -1,11 +1,12 @@
-"""Operator registry: shape rules and element-level semantics.
+"""Operator registry: shape rules, element semantics and shape-reduction rules.
 
-Each operator's ``run`` works on numpy arrays of any element type: ``object``
-arrays of ``Rat`` (symbolic, for obligations), floats (numeric, for tests and
-counterexamples) and ints/bools (indices and masks, always concrete). Integer and
-boolean tensors never become symbolic: the checker enumerates integer inputs.
-The evaluator passes ``_symbolic`` (element type) and, to collectives, ``_group``
-(global ranks in member order) along with the node's attributes.
+``run(xs, a)`` works on numpy arrays of any element type: ``object`` arrays of ``Rat``
+(symbolic, for obligations), floats (numeric, for tests and counterexamples) and ints/bools
+(indices and masks, always concrete: the checker enumerates integer inputs). ``a`` holds
+the node's attributes plus ``_symbolic`` and, for collectives, ``_group`` (global ranks in
+member order). ``axes(C, I, O, a, why)`` is the rule of certificates/shapes.py: it ties,
+pins and scales the axes of the inputs ``I`` and outputs ``O`` (lists of axes); an op
+without one, or whose rule returns False, keeps every axis at full size.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ class Op:
     p2p: bool = False                 # group [src, dst]: one input on src, one output on dst
     outputs: int | None = 1           # None: decided by the shape rule (split, chunk)
     aliases: tuple[str, ...] = field(default=())
+    axes: Callable | None = None      # shape-reduction rule (certificates/shapes.py)
 
 
 REGISTRY: dict[str, Op] = {}
 
 
 def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Callable:
-    """Register ``fn(xs, a) -> outputs`` with ``shape(shapes, a) -> shapes`` taken from kw."""
+    """Register ``run(xs, a) -> outputs`` under every name in ``targets``; kw: ``shape``, ``axes``..."""
     def deco(run: Callable) -> Callable:
         names = targets.split()
         o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, aliases=tuple(names[1:]), **kw)
@@ -85,8 +87,11 @@ def _bcast(*shapes: Shape) -> Shape:
         raise ShapeError(f"shapes {' and '.join(map(str, shapes))} do not broadcast") from None
 
 
-def _numel(s) -> int:
-    return math.prod(s)
+def _ranks(shapes, *ranks):
+    for s, r in zip(shapes, ranks):
+        if len(s) != r:
+            raise ShapeError(f"expected rank {r}, got shape {s}")
+    return shapes
 
 
 def _sizes(size, numel: int) -> Shape:
@@ -94,18 +99,18 @@ def _sizes(size, numel: int) -> Shape:
     if size.count(-1) > 1 or any(not isinstance(s, int) or s < -1 for s in size):
         raise ShapeError(f"bad size {size}")
     if -1 in size:
-        rest = _numel([s for s in size if s != -1])
+        rest = math.prod(s for s in size if s != -1)
         if rest == 0 or numel % rest:
             raise ShapeError(f"cannot view {numel} elements as {size}")
         size[size.index(-1)] = numel // rest
-    if _numel(size) != numel:
+    if math.prod(size) != numel:
         raise ShapeError(f"cannot view {numel} elements as {size}")
     return tuple(size)
 
 
 def _scalar(v):
     """An attribute scalar as an exact rational (ints and bools stay ints)."""
-    if isinstance(v, bool) or isinstance(v, int):
+    if isinstance(v, (bool, int)):
         return int(v)
     if isinstance(v, float):
         return to_fraction(v)
@@ -114,9 +119,7 @@ def _scalar(v):
 
 def _lift(a: np.ndarray, c):
     """A scalar attribute in the element type of ``a``."""
-    if is_sym(a) or isinstance(c, int):
-        return c
-    return float(c)
+    return c if is_sym(a) or isinstance(c, int) else float(c)
 
 
 def _map(name: str, num: Callable) -> Callable[[np.ndarray], np.ndarray]:
@@ -124,10 +127,7 @@ def _map(name: str, num: Callable) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: sym(a) if is_sym(a) else num(a.astype(float))
 
 
-_exp = _map("exp", np.exp)
-_log = _map("log", np.log)
-_sqrt = _map("sqrt", np.sqrt)
-_tanh = _map("tanh", np.tanh)
+_exp, _log, _sqrt, _tanh = _map("exp", np.exp), _map("log", np.log), _map("sqrt", np.sqrt), _map("tanh", np.tanh)
 _sigmoid = _map("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)))
 _erf = np.vectorize(math.erf, otypes=[float])
 _gelu = _map("gelu", lambda a: 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0))))
@@ -141,37 +141,69 @@ def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(a, b)
 
 
+def _concrete(fn, x, y):
+    if is_sym(np.asarray(x)) or is_sym(np.asarray(y)):
+        raise ShapeError("comparison of real-valued (symbolic) data is not supported")
+    return fn(x, y)
+
+
+# ---------------------------------------------------------------- reduction rules shared by several ops
+
+def _ew_rule(C, I, O, a, why) -> None:
+    """Elementwise: outputs tied to each other, inputs broadcast into the first output."""
+    for o in O:
+        C.tie_all(o, O[0])
+    for y in I:
+        if y is not None:
+            C.bcast(y, O[0])
+
+
+def _pieces_rule(C, I, O, a, why) -> None:
+    """Pieces of one tensor (cat, split, pad, all_to_all): every axis tied across pieces."""
+    pieces = [y for y in I + O if y and not (len(y) == 1 and C.size[y[0]] == 0)]
+    for y in pieces:
+        C.tie_all(y, pieces[0])
+
+
+def _norm_rule(C, I, O, a, why) -> None:
+    out, k = O[0], len(a["normalized_shape"])
+    for y in I + O:
+        if y and len(y) in (k, len(out)):
+            C.bcast(y, out)
+        elif y:
+            C.bcast(y[:len(out) - k], out[:len(out) - k])
+    C.pin_all(out[len(out) - k:], f"{why}: normalized size enters the mean")
+
+
+def _loss_rule(ref: int = 0, classes: bool = True) -> Callable:
+    """Losses summed or not reduced (reduction 0 or 2): batch axes of input ``ref`` lead."""
+    def rule(C, I, O, a, why):
+        if a.get("reduction") not in (0, 2):  # a mean: its size enters the value
+            return False
+        x = I[ref]
+        for y in I + O:
+            for p, q in zip(y or [], x):
+                if C.size[p] == C.size[q]:
+                    C.tie(p, q)
+        if classes:
+            C.pin(x[min(1, len(x) - 1)], f"{why}: classes indexed by integer targets")
+    return rule
+
+
 def same(shapes, a):
     return [shapes[0]]
 
 
 # ---------------------------------------------------------------- matrix products
 
-def _mm_shape(shapes, a):
-    (n, k), (k2, m) = _ranks(shapes, 2, 2)
-    if k != k2:
-        raise ShapeError(f"mm of {shapes[0]} and {shapes[1]}: inner dims differ")
-    return [(n, m)]
-
-
-def _ranks(shapes, *ranks):
-    for s, r in zip(shapes, ranks):
-        if len(s) != r:
-            raise ShapeError(f"expected rank {r}, got shape {s}")
-    return shapes
-
-
-op("aten.mm.default", "self mat2", shape=_mm_shape)(lambda xs, a: [xs[0] @ xs[1]])
-
-
-def _bmm_shape(shapes, a):
-    (b, n, k), (b2, k2, m) = _ranks(shapes, 3, 3)
-    if b != b2 or k != k2:
-        raise ShapeError(f"bmm of {shapes[0]} and {shapes[1]}")
-    return [(b, n, m)]
-
-
-op("aten.bmm.default", "self mat2", shape=_bmm_shape)(lambda xs, a: [xs[0] @ xs[1]])
+def _mm_shape(shapes, a, rank: int = 2):
+    x, y = _ranks(shapes[-2:], rank, rank)
+    if x[:-2] != y[:-2] or x[-1] != y[-2]:
+        raise ShapeError(f"matrix product of {x} and {y}: dims differ")
+    out = x[:-1] + y[-1:]
+    if len(shapes) == 3 and _bcast(shapes[0], out) != out:
+        raise ShapeError(f"addmm bias {shapes[0]} does not broadcast to {out}")
+    return [out]
 
 
 def _matmul_shape(shapes, a):
@@ -184,24 +216,17 @@ def _matmul_shape(shapes, a):
     out = _bcast(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
     if len(x) == 1:
         out = out[:-2] + out[-1:]
-    if len(y) == 1:
-        out = out[:-1]
-    return [out]
+    return [out[:-1] if len(y) == 1 else out]
 
 
-op("aten.matmul.default", "self other", shape=_matmul_shape)(lambda xs, a: [np.asarray(xs[0] @ xs[1])])
-
-
-def _addmm_shape(shapes, a):
-    out = _mm_shape(shapes[1:], a)[0]
-    if _bcast(shapes[0], out) != out:
-        raise ShapeError(f"addmm bias {shapes[0]} does not broadcast to {out}")
-    return [out]
-
-
-@op("aten.addmm.default", "self mat1 mat2", {"beta": 1, "alpha": 1}, shape=_addmm_shape)
-def _addmm(xs, a):
-    return [_lift(xs[0], _scalar(a["beta"])) * xs[0] + _lift(xs[1], _scalar(a["alpha"])) * (xs[1] @ xs[2])]
+def _mm_rule(C, I, O, a, why) -> None:
+    y, z, out = I[-2], I[-1], O[0]
+    if len(y) < 2 or len(z) < 2:
+        return C.pin_all(y + z + out, f"{why}: matmul of a vector")
+    C.tie(y[-1], z[-2]), C.tie(y[-2], out[-2]), C.tie(z[-1], out[-1])
+    C.bcast(y[:-2], out[:-2]), C.bcast(z[:-2], out[:-2])
+    if len(I) == 3:  # addmm's bias
+        C.bcast(I[0], out)
 
 
 def _linear_shape(shapes, a):
@@ -214,32 +239,41 @@ def _linear_shape(shapes, a):
     return [out]
 
 
-@op("aten.linear.default", "input weight bias?", shape=_linear_shape)
+def _linear_rule(C, I, O, a, why) -> None:
+    x, w, out = I[0], I[1], O[0]
+    C.tie(x[-1], w[1]), C.tie(w[0], out[-1])
+    C.bcast(x[:-1], out[:-1])
+    if len(I) > 2 and I[2]:
+        C.bcast(I[2], out)
+
+
 def _linear(xs, a):
     y = xs[0] @ xs[1].T
     return [y + xs[2] if len(xs) > 2 and xs[2] is not None else y]
 
 
-# ---------------------------------------------------------------- elementwise arithmetic
+_MM = {"axes": _mm_rule}
+op("aten.mm.default", "self mat2", shape=_mm_shape, **_MM)(lambda xs, a: [xs[0] @ xs[1]])
+op("aten.bmm.default", "self mat2", shape=lambda s, a: _mm_shape(s, a, 3), **_MM)(lambda xs, a: [xs[0] @ xs[1]])
+op("aten.matmul.default", "self other", shape=_matmul_shape, **_MM)(lambda xs, a: [np.asarray(xs[0] @ xs[1])])
+op("aten.addmm.default", "self mat1 mat2", {"beta": 1, "alpha": 1}, shape=_mm_shape, **_MM)(
+    lambda xs, a: [_lift(xs[0], _scalar(a["beta"])) * xs[0] + _lift(xs[1], _scalar(a["alpha"])) * (xs[1] @ xs[2])])
+op("aten.linear.default", "input weight bias?", shape=_linear_shape, axes=_linear_rule)(_linear)
 
-def _binary_shape(shapes, a):
-    return [_bcast(*shapes)] if len(shapes) == 2 else [shapes[0]]
 
-
-def _other(xs, a):
-    if len(xs) == 2:
-        return xs[1]
-    if a.get("other") is None:
-        raise ShapeError("needs a tensor or a scalar 'other'")
-    return _lift(xs[0], _scalar(a["other"]))
-
+# ---------------------------------------------------------------- elementwise
 
 def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False) -> None:
-    attrs = {"other": None, **({"alpha": 1} if alpha else {})}
-
-    @op(targets, "self other?", attrs, shape=_binary_shape)
+    @op(targets, "self other?", {"other": None, **({"alpha": 1} if alpha else {})}, axes=_ew_rule,
+        shape=lambda s, a: [_bcast(*s)] if len(s) == 2 else [s[0]])
     def run(xs, a):
-        x, o = xs[0], _other(xs, a)
+        x = xs[0]
+        if len(xs) == 2:
+            o = xs[1]
+        elif a.get("other") is None:
+            raise ShapeError("needs a tensor or a scalar 'other'")
+        else:
+            o = _lift(x, _scalar(a["other"]))
         if alpha and a["alpha"] != 1:  # alpha scales the subtrahend: self for rsub, other otherwise
             if rsub:
                 x = x * _lift(x, _scalar(a["alpha"]))
@@ -263,14 +297,17 @@ _binary("aten.bitwise_or.Tensor", lambda x, y: _concrete(np.bitwise_or, x, y))  
 _binary("aten.bitwise_and.Tensor", lambda x, y: _concrete(np.bitwise_and, x, y))
 
 
-def _concrete(fn, x, y):
-    if is_sym(np.asarray(x)) or is_sym(np.asarray(y)):
-        raise ShapeError("comparison of real-valued (symbolic) data is not supported")
-    return fn(x, y)
-
-
 def _unary(targets: str, fn: Callable, attrs: dict | None = None) -> None:
-    op(targets, "self", attrs, shape=same)(lambda xs, a: [np.asarray(fn(xs[0], a))])
+    op(targets, "self", attrs, shape=same, axes=_ew_rule)(lambda xs, a: [np.asarray(fn(xs[0], a))])
+
+
+def _pow(x, a):
+    e = a["exponent"]
+    if e in (0.5, -0.5):
+        return _sqrt(x) if e > 0 else 1 / _sqrt(x)
+    if not isinstance(e, (int, float)) or int(e) != e:
+        raise ShapeError(f"pow with exponent {e!r} is not supported")
+    return x ** int(e) if not is_sym(x) else np.frompyfunc(lambda v: v ** int(e), 1, 1)(x)
 
 
 _unary("aten.neg.default", lambda x, a: -x)
@@ -289,47 +326,56 @@ _unary("aten.logical_not.default", lambda x, a: _concrete(lambda p, q: np.logica
 _unary("aten.clone.default aten.alias.default aten.detach.default aten.lift_fresh_copy.default "
        "aten.contiguous.default _c10d_functional.wait_tensor.default", lambda x, a: x)
 _unary("aten._to_copy.default", lambda x, a: x, {"dtype": None})
-
-
-def _pow(x, a):
-    e = a["exponent"]
-    if e == 0.5:
-        return _sqrt(x)
-    if e == -0.5:
-        return 1 / _sqrt(x)
-    if not isinstance(e, (int, float)) or int(e) != e:
-        raise ShapeError(f"pow with exponent {e!r} is not supported")
-    return x ** int(e) if not is_sym(x) else np.frompyfunc(lambda v: v ** int(e), 1, 1)(x)
-
-
 _unary("aten.pow.Tensor_Scalar", _pow, {"exponent": REQ})
+
+
+def _where(c, x, y):
+    if is_sym(c):
+        raise ShapeError("where() on a real-valued (symbolic) condition is not supported")
+    return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
+
+
+op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)], axes=_ew_rule)(
+    lambda xs, a: [_where(xs[0], xs[1], xs[2])])
+op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)], axes=_ew_rule)(
+    lambda xs, a: [_where(xs[1], _lift(xs[0], _scalar(a["value"])), xs[0])])
 
 
 # ---------------------------------------------------------------- reductions
 
+def _red_dims(a, n: int) -> list[int]:
+    return _dims(a.get("dim"), n) if a.get("dim") not in (None, []) else list(range(n))
+
+
 def _red_shape(shapes, a):
-    s = shapes[0]
-    dims = _dims(a.get("dim"), len(s)) if a.get("dim") not in (None, []) else list(range(len(s)))
-    keep = a.get("keepdim", False)
-    return [tuple(1 if i in dims else n for i, n in enumerate(s)) if keep
-            else tuple(n for i, n in enumerate(s) if i not in dims)]
+    s, dims = shapes[0], _red_dims(a, len(shapes[0]))
+    if a.get("keepdim", False):
+        return [tuple(1 if i in dims else n for i, n in enumerate(s))]
+    return [tuple(n for i, n in enumerate(s) if i not in dims)]
 
 
 def _reduce(x, a, mean: bool):
-    dims = _dims(a.get("dim"), x.ndim) if a.get("dim") not in (None, []) else list(range(x.ndim))
+    dims = _red_dims(a, x.ndim)
     if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: it reduces to itself, as in ATen
         dims = []
     out = np.sum(x, axis=tuple(dims), keepdims=a.get("keepdim", False))
     if mean:
-        n = math.prod(x.shape[d] for d in dims)
-        out = out * _lift(x, to_fraction(1) / n)
+        out = out * _lift(x, to_fraction(1) / math.prod(x.shape[d] for d in dims))
     return np.asarray(out)
 
 
-op("aten.sum.dim_IntList aten.sum.default", "self", {"dim": None, "keepdim": False, "dtype": None},
-   shape=_red_shape)(lambda xs, a: [_reduce(xs[0], a, False)])
-op("aten.mean.dim aten.mean.default", "self", {"dim": None, "keepdim": False, "dtype": None},
-   shape=_red_shape)(lambda xs, a: [_reduce(xs[0], a, True)])
+def _red_rule(mean: bool) -> Callable:
+    def rule(C, I, O, a, why):
+        x, dims = I[0], _red_dims(a, len(I[0]))
+        C.bcast([v for k, v in enumerate(x) if a["keepdim"] or k not in dims], O[0])
+        if mean:
+            C.pin_all([x[d] for d in dims], f"{why}: its size enters the mean")
+    return rule
+
+
+for _t, _mean in (("aten.sum.dim_IntList aten.sum.default", False), ("aten.mean.dim aten.mean.default", True)):
+    op(_t, "self", {"dim": None, "keepdim": False, "dtype": None}, shape=_red_shape, axes=_red_rule(_mean))(
+        lambda xs, a, m=_mean: [_reduce(xs[0], a, m)])
 
 
 def _softmax(x, d, log: bool):
@@ -345,23 +391,33 @@ def _along_dim(shapes, a):
     return [shapes[0]]
 
 
-_SOFTMAX_ATTRS = {"dim": REQ, "half_to_float": False, "dtype": None}
-op("aten._softmax.default aten.softmax.int", "self", _SOFTMAX_ATTRS, shape=_along_dim)(
-    lambda xs, a: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), False)])
-op("aten._log_softmax.default aten.log_softmax.int", "self", _SOFTMAX_ATTRS, shape=_along_dim)(
-    lambda xs, a: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), True)])
+for _t, _log_sm in (("aten._softmax.default aten.softmax.int", False),
+                    ("aten._log_softmax.default aten.log_softmax.int", True)):
+    op(_t, "self", {"dim": REQ, "half_to_float": False, "dtype": None}, shape=_along_dim, axes=_ew_rule)(
+        lambda xs, a, log=_log_sm: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), log)])
 
 
 # ---------------------------------------------------------------- views and layout
 
 def _view_shape(shapes, a):
-    return [_sizes(a.get("size", a.get("shape")), _numel(shapes[0]))]
+    return [_sizes(a.get("size", a.get("shape")), math.prod(shapes[0]))]
 
 
-op("aten.view.default aten._unsafe_view.default", "self", {"size": REQ}, shape=_view_shape)(
-    lambda xs, a: [xs[0].reshape(_sizes(a["size"], xs[0].size))])
-op("aten.reshape.default", "self", {"shape": REQ}, shape=_view_shape)(
-    lambda xs, a: [xs[0].reshape(_sizes(a["shape"], xs[0].size))])
+def _view_rule(C, I, O, a, why) -> None:
+    C.reshape(I[0], O[0], why)
+    C.resize("size" if "size" in a else "shape", O[0])  # the attribute that holds the output shape
+
+
+for _t, _key in (("aten.view.default aten._unsafe_view.default", "size"), ("aten.reshape.default", "shape")):
+    op(_t, "self", {_key: REQ}, shape=_view_shape, axes=_view_rule)(
+        lambda xs, a, k=_key: [xs[0].reshape(_sizes(a[k], xs[0].size))])
+
+
+def _permute(targets: str, attrs: dict | None, perm: Callable) -> None:
+    """A permutation of axes ``perm(a, rank)``: shape rule, run and reduction rule."""
+    op(targets, "self", attrs, shape=lambda s, a: [tuple(s[0][i] for i in perm(a, len(s[0])))],
+       axes=lambda C, I, O, a, why: C.tie_all([I[0][i] for i in perm(a, len(I[0]))], O[0]))(
+        lambda xs, a: [np.transpose(xs[0], perm(a, xs[0].ndim))])
 
 
 def _perm(a, n):
@@ -371,29 +427,22 @@ def _perm(a, n):
     return p
 
 
-op("aten.permute.default", "self", {"dims": REQ},
-   shape=lambda s, a: [tuple(s[0][i] for i in _perm(a, len(s[0])))])(
-    lambda xs, a: [np.transpose(xs[0], _perm(a, xs[0].ndim))])
-
-
-def _tr(n, a):
+def _swap(a, n):
     p = list(range(n))
     i, j = _dim(a["dim0"], n), _dim(a["dim1"], n)
     p[i], p[j] = p[j], p[i]
     return p
 
 
-op("aten.transpose.int", "self", {"dim0": REQ, "dim1": REQ},
-   shape=lambda s, a: [tuple(s[0][i] for i in _tr(len(s[0]), a))])(
-    lambda xs, a: [np.transpose(xs[0], _tr(xs[0].ndim, a))])
-op("aten.t.default", "self", shape=lambda s, a: [tuple(reversed(_ranks_le2(s[0])))])(
-    lambda xs, a: [xs[0].T])
+def _reverse(a, n):
+    if n > 2:
+        raise ShapeError(f"t() of rank {n}")
+    return list(range(n))[::-1]
 
 
-def _ranks_le2(s):
-    if len(s) > 2:
-        raise ShapeError(f"t() of rank {len(s)}")
-    return s
+_permute("aten.permute.default", {"dims": REQ}, _perm)
+_permute("aten.transpose.int", {"dim0": REQ, "dim1": REQ}, _swap)
+_permute("aten.t.default", None, _reverse)
 
 
 def _expand_shape(shapes, a):
@@ -407,26 +456,34 @@ def _expand_shape(shapes, a):
     return [out]
 
 
-op("aten.expand.default", "self", {"size": REQ, "implicit": False}, shape=_expand_shape)(
-    lambda xs, a: [np.broadcast_to(xs[0], _expand_shape([xs[0].shape], a)[0]).copy()])
-op("aten.unsqueeze.default", "self", {"dim": REQ},
-   shape=lambda s, a: [s[0][:_dim(a["dim"], len(s[0]) + 1)] + (1,) + s[0][_dim(a["dim"], len(s[0]) + 1):]])(
-    lambda xs, a: [np.expand_dims(xs[0], _dim(a["dim"], xs[0].ndim + 1))])
-
-
 def _squeeze_dims(s, a):
     dims = _dims(a["dim"], len(s)) if a.get("dim") is not None else list(range(len(s)))
     return [d for d in dims if s[d] == 1]
 
 
-op("aten.squeeze.dim aten.squeeze.dims aten.squeeze.default", "self", {"dim": None},
+def _expand_rule(C, I, O, a, why) -> None:
+    C.bcast(I[0], O[0])
+    C.resize("size", O[0])
+
+
+def _unit_rule(C, I, O, a, why) -> None:
+    """(Un)squeeze: the axes other than 1 correspond in order."""
+    C.tie_all([v for v in I[0] if C.size[v] != 1], [v for v in O[0] if C.size[v] != 1])
+
+
+op("aten.expand.default", "self", {"size": REQ, "implicit": False}, shape=_expand_shape,
+   axes=_expand_rule)(
+    lambda xs, a: [np.broadcast_to(xs[0], _expand_shape([xs[0].shape], a)[0]).copy()])
+op("aten.unsqueeze.default", "self", {"dim": REQ}, axes=_unit_rule,
+   shape=lambda s, a: [s[0][:_dim(a["dim"], len(s[0]) + 1)] + (1,) + s[0][_dim(a["dim"], len(s[0]) + 1):]])(
+    lambda xs, a: [np.expand_dims(xs[0], _dim(a["dim"], xs[0].ndim + 1))])
+op("aten.squeeze.dim aten.squeeze.dims aten.squeeze.default", "self", {"dim": None}, axes=_unit_rule,
    shape=lambda s, a: [tuple(n for i, n in enumerate(s[0]) if i not in _squeeze_dims(s[0], a))])(
     lambda xs, a: [np.squeeze(xs[0], tuple(_squeeze_dims(xs[0].shape, a)))])
 
 
 def _slice_index(s, a):
-    d = _dim(a["dim"], len(s))
-    step = a.get("step", 1)
+    d, step = _dim(a["dim"], len(s)), a.get("step", 1)
     if not isinstance(step, int) or step < 1:
         raise ShapeError(f"slice step {step!r}")
     idx = [slice(None)] * len(s)
@@ -436,10 +493,6 @@ def _slice_index(s, a):
 
 def _slice_shape(shapes, a):
     return [np.empty(shapes[0], dtype=np.int8)[_slice_index(shapes[0], a)].shape]
-
-
-op("aten.slice.Tensor", "self", {"dim": 0, "start": None, "end": None, "step": 1}, shape=_slice_shape)(
-    lambda xs, a: [xs[0][_slice_index(xs[0].shape, a)]])
 
 
 def _narrow(a):
@@ -453,8 +506,14 @@ def _narrow_shape(shapes, a):
     return _slice_shape(shapes, _narrow(a))
 
 
-op("aten.narrow.default", "self", {"dim": REQ, "start": REQ, "length": REQ}, shape=_narrow_shape)(
-    lambda xs, a: [xs[0][_slice_index(xs[0].shape, _narrow(a))]])
+def _slice_rule(C, I, O, a, why) -> None:
+    x = I[0]
+    d = _dim(a["dim"], len(x))
+    C.tie_all(x, O[0])
+    if a.get("step", 1) != 1:
+        C.pin(x[d], f"{why}: strided slice")
+    for key in ("start", "end", "length"):
+        C.quantity(x[d], a.get(key), f"{why}: {key}", key)
 
 
 def _select_shape(shapes, a):
@@ -465,7 +524,18 @@ def _select_shape(shapes, a):
     return [s[:d] + s[d + 1:]]
 
 
-op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape)(
+def _select_rule(C, I, O, a, why) -> None:
+    x = I[0]
+    d = _dim(a["dim"], len(x))
+    C.pin(x[d], f"{why}: select picks one index")
+    C.tie_all(x[:d] + x[d + 1:], O[0])
+
+
+op("aten.slice.Tensor", "self", {"dim": 0, "start": None, "end": None, "step": 1}, shape=_slice_shape,
+   axes=_slice_rule)(lambda xs, a: [xs[0][_slice_index(xs[0].shape, a)]])
+op("aten.narrow.default", "self", {"dim": REQ, "start": REQ, "length": REQ}, shape=_narrow_shape,
+   axes=_slice_rule)(lambda xs, a: [xs[0][_slice_index(xs[0].shape, _narrow(a))]])
+op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape, axes=_select_rule)(
     lambda xs, a: [np.take(xs[0], a["index"], axis=_dim(a["dim"], xs[0].ndim))])
 
 
@@ -485,7 +555,7 @@ def _cat(xs, a):
     return [np.concatenate(xs, axis=_dim(a["dim"], xs[0].ndim))]
 
 
-op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True)(_cat)
+op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True, axes=_pieces_rule)(_cat)
 
 
 def _split_sizes(s, a) -> list[int]:
@@ -507,21 +577,34 @@ def _split_sizes(s, a) -> list[int]:
 
 
 def _split_shape(shapes, a):
-    s = shapes[0]
-    d = _dim(a["dim"], len(s))
+    s, d = shapes[0], _dim(a["dim"], len(shapes[0]))
     return [s[:d] + (n,) + s[d + 1:] for n in _split_sizes(s, a)]
 
 
 def _split(xs, a):
-    x = xs[0]
-    cuts = np.cumsum(_split_sizes(x.shape, a))[:-1]
-    return list(np.split(x, cuts, axis=_dim(a["dim"], x.ndim)))
+    cuts = np.cumsum(_split_sizes(xs[0].shape, a))[:-1]
+    return list(np.split(xs[0], cuts, axis=_dim(a["dim"], xs[0].ndim)))
 
 
-op("aten.split.Tensor", "self", {"split_size": REQ, "dim": 0}, shape=_split_shape, outputs=None)(_split)
-op("aten.split_with_sizes.default", "self", {"split_sizes": REQ, "dim": 0}, shape=_split_shape,
-   outputs=None)(_split)
-op("aten.chunk.default", "self", {"chunks": REQ, "dim": 0}, shape=_split_shape, outputs=None)(_split)
+def _split_rule(C, I, O, a, why) -> None:
+    _pieces_rule(C, I, O, a, why)
+    x = I[0][_dim(a["dim"], len(I[0]))]
+    if "chunks" in a:
+        q, r = divmod(C.size[x], a["chunks"])
+        if r:
+            C.pin(x, f"{why}: {a['chunks']} chunks do not divide")
+        else:
+            C.quantity(x, q, f"{why}: split size")
+    elif "split_size" in a:
+        C.quantity(x, a["split_size"], f"{why}: split size", "split_size")
+    else:
+        for i, v in enumerate(a["split_sizes"]):
+            C.quantity(x, v, f"{why}: split size", "split_sizes", i)
+
+
+for _t, _key in (("aten.split.Tensor", "split_size"), ("aten.split_with_sizes.default", "split_sizes"),
+                 ("aten.chunk.default", "chunks")):
+    op(_t, "self", {_key: REQ, "dim": 0}, shape=_split_shape, outputs=None, axes=_split_rule)(_split)
 
 
 def _pad_widths(s, a):
@@ -536,19 +619,26 @@ def _pad_widths(s, a):
     return widths
 
 
-op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0},
-   shape=lambda s, a: [tuple(n + lo + hi for n, (lo, hi) in zip(s[0], _pad_widths(s[0], a)))])(
-    lambda xs, a: [_pad(xs[0], _pad_widths(xs[0].shape, a), _scalar(a["value"]))])
-
-
-def _pad(x, widths, value):
-    out = np.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths)), _lift(x, value),
+def _pad(xs, a):
+    x = xs[0]
+    widths = _pad_widths(x.shape, a)
+    out = np.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths)), _lift(x, _scalar(a["value"])),
                   dtype=x.dtype)
     out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
-    return out
+    return [out]
 
 
-# ---------------------------------------------------------------- lookups, masks, creation
+def _pad_rule(C, I, O, a, why) -> None:
+    _pieces_rule(C, I, O, a, why)
+    for k, v in enumerate(a["pad"]):
+        C.quantity(I[0][len(I[0]) - 1 - k // 2], v, f"{why}: pad", "pad", k)
+
+
+op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0}, axes=_pad_rule,
+   shape=lambda s, a: [tuple(n + lo + hi for n, (lo, hi) in zip(s[0], _pad_widths(s[0], a)))])(_pad)
+
+
+# ---------------------------------------------------------------- lookups and creation
 
 def _embedding(xs, a):
     w, idx = xs
@@ -559,21 +649,15 @@ def _embedding(xs, a):
     return [w[idx]]
 
 
-op("aten.embedding.default", "weight indices", {"padding_idx": -1, "scale_grad_by_freq": False,
-   "sparse": False}, shape=lambda s, a: [tuple(s[1]) + tuple(_ranks(s[:1], 2)[0][1:])])(_embedding)
+def _embedding_rule(C, I, O, a, why) -> None:
+    w, out = I[0], O[0]
+    C.pin(w[0], f"{why}: rows indexed by integer values")
+    C.tie(w[1], out[-1])
+    C.bcast(I[1], out[:-1])
 
 
-def _where(c, x, y):
-    if is_sym(c):
-        raise ShapeError("where() on a real-valued (symbolic) condition is not supported")
-    return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
-
-
-op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(
-    lambda xs, a: [_where(xs[0], xs[1], xs[2])])
-op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)])(
-    lambda xs, a: [_where(xs[1], _lift(xs[0], _scalar(a["value"])), xs[0])])
-
+op("aten.embedding.default", "weight indices", {"padding_idx": -1, "scale_grad_by_freq": False, "sparse": False},
+   shape=lambda s, a: [tuple(s[1]) + tuple(_ranks(s[:1], 2)[0][1:])], axes=_embedding_rule)(_embedding)
 
 INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 
@@ -581,18 +665,17 @@ INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 def _full(size, value, a):
     """A constant tensor: concrete for integer dtypes, else in the evaluation's element type."""
     if a.get("dtype") in INT_DTYPES:
-        return np.full(tuple(size), int(value), dtype=bool if a["dtype"] == "bool" else np.int64)
+        return [np.full(tuple(size), int(value), dtype=bool if a["dtype"] == "bool" else np.int64)]
     if a["_symbolic"]:
-        return np.full(tuple(size), Rat.of(value), dtype=object)
-    return np.full(tuple(size), float(value))
+        return [np.full(tuple(size), Rat.of(value), dtype=object)]
+    return [np.full(tuple(size), float(value))]
 
 
-op("aten.full.default", "", {"size": REQ, "fill_value": REQ, "dtype": None},
-   shape=lambda s, a: [tuple(a["size"])])(lambda xs, a: [_full(a["size"], _scalar(a["fill_value"]), a)])
-op("aten.zeros.default", "", {"size": REQ, "dtype": None}, shape=lambda s, a: [tuple(a["size"])])(
-    lambda xs, a: [_full(a["size"], 0, a)])
-op("aten.ones.default", "", {"size": REQ, "dtype": None}, shape=lambda s, a: [tuple(a["size"])])(
-    lambda xs, a: [_full(a["size"], 1, a)])
+_CREATE = {"shape": lambda s, a: [tuple(a["size"])], "axes": lambda C, I, O, a, why: C.resize("size", O[0])}
+op("aten.full.default", "", {"size": REQ, "fill_value": REQ, "dtype": None}, **_CREATE)(
+    lambda xs, a: _full(a["size"], _scalar(a["fill_value"]), a))
+op("aten.zeros.default", "", {"size": REQ, "dtype": None}, **_CREATE)(lambda xs, a: _full(a["size"], 0, a))
+op("aten.ones.default", "", {"size": REQ, "dtype": None}, **_CREATE)(lambda xs, a: _full(a["size"], 1, a))
 
 
 # ---------------------------------------------------------------- normalization
@@ -615,8 +698,7 @@ def _affine(y, xs):
 def _layer_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
-    n = math.prod(x.shape[i] for i in ax)
-    inv_n = _lift(x, to_fraction(1) / n)
+    inv_n = _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
     mean = np.sum(x, axis=ax, keepdims=True) * inv_n
     c = x - mean
     rstd = 1 / _sqrt(np.sum(c * c, axis=ax, keepdims=True) * inv_n + _lift(x, _scalar(a["eps"])))
@@ -624,8 +706,7 @@ def _layer_norm(xs, a):
 
 
 def _ln_shape(shapes, a):
-    s = shapes[0]
-    ax = _norm_axes(s, a)
+    s, ax = shapes[0], _norm_axes(shapes[0], a)
     for w in shapes[1:]:
         if w is not None and tuple(w) != tuple(a["normalized_shape"]):
             raise ShapeError(f"layer_norm weight/bias {w} vs normalized_shape {a['normalized_shape']}")
@@ -633,23 +714,20 @@ def _ln_shape(shapes, a):
     return [s, stat, stat]
 
 
-op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},
-   shape=_ln_shape, outputs=3)(_layer_norm)
-op("aten.layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": 1e-5,
-   "cudnn_enable": True}, shape=lambda s, a: _ln_shape(s, a)[:1])(lambda xs, a: _layer_norm(xs, a)[:1])
-
-
 def _rms_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
-    n = math.prod(x.shape[i] for i in ax)
     eps = a["eps"] if a["eps"] is not None else 1.1920928955078125e-07  # float32 epsilon, as torch
-    ms = np.sum(x * x, axis=ax, keepdims=True) * _lift(x, to_fraction(1) / n)
+    ms = np.sum(x * x, axis=ax, keepdims=True) * _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
     return [_affine(x * (1 / _sqrt(ms + _lift(x, _scalar(eps)))), xs[:2])]
 
 
+op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},
+   shape=_ln_shape, outputs=3, axes=_norm_rule)(_layer_norm)
+op("aten.layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": 1e-5, "cudnn_enable": True},
+   shape=lambda s, a: _ln_shape(s, a)[:1], axes=_norm_rule)(lambda xs, a: _layer_norm(xs, a)[:1])
 op("aten.rms_norm.default", "input weight?", {"normalized_shape": REQ, "eps": None},
-   shape=lambda s, a: _ln_shape(s, a)[:1])(_rms_norm)
+   shape=lambda s, a: _ln_shape(s, a)[:1], axes=_norm_rule)(_rms_norm)
 
 
 # ---------------------------------------------------------------- losses
@@ -661,23 +739,6 @@ def _reduction(loss, weight, r: int):
     return np.asarray(total if r == 2 else total / weight)
 
 
-def _nll(logp, target, a):
-    if is_sym(target) or target.dtype.kind not in "iu":
-        raise ShapeError("loss targets must be integer tensors")
-    if logp.ndim not in (1, 2):
-        raise ShapeError(f"nll_loss input of rank {logp.ndim}")
-    lp = logp.reshape(-1, logp.shape[-1])
-    t = target.reshape(-1)
-    keep = t != a["ignore_index"]
-    if np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])):
-        raise ShapeError("loss target out of range")
-    zero = Rat.of(0) if is_sym(lp) else 0.0
-    loss = np.array([-lp[i, t[i]] if keep[i] else zero for i in range(len(t))],
-                    dtype=object if is_sym(lp) else float).reshape(target.shape)
-    count = int(keep.sum())
-    return loss, count
-
-
 def _nll_shape(shapes, a):
     x, t = shapes[0], shapes[1]
     if len(x) not in (1, 2) or tuple(t) != tuple(x[:-1]):
@@ -686,31 +747,43 @@ def _nll_shape(shapes, a):
 
 
 def _nll_forward(xs, a):
+    logp, target = xs[0], xs[1]
     if len(xs) > 2 and xs[2] is not None:
         raise ShapeError("class weights are not supported")
-    loss, count = _nll(xs[0], xs[1], a)
-    w = _lift(xs[0], to_fraction(count))
-    total_weight = w if a["reduction"] or xs[0].ndim == 1 else _lift(xs[0], to_fraction(0))  # as ATen
+    if is_sym(target) or target.dtype.kind not in "iu":
+        raise ShapeError("loss targets must be integer tensors")
+    if logp.ndim not in (1, 2):
+        raise ShapeError(f"nll_loss input of rank {logp.ndim}")
+    lp, t = logp.reshape(-1, logp.shape[-1]), target.reshape(-1)
+    keep = t != a["ignore_index"]
+    if np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])):
+        raise ShapeError("loss target out of range")
+    zero = Rat.of(0) if is_sym(lp) else 0.0
+    loss = np.array([-lp[i, t[i]] if keep[i] else zero for i in range(len(t))],
+                    dtype=object if is_sym(lp) else float).reshape(target.shape)
+    w = _lift(logp, to_fraction(int(keep.sum())))
+    total_weight = w if a["reduction"] or logp.ndim == 1 else _lift(logp, to_fraction(0))  # as ATen
     return [_reduction(loss, w, a["reduction"]), np.asarray(total_weight)]
 
 
-op("aten.nll_loss_forward.default", "self target weight?", {"reduction": 1, "ignore_index": -100},
-   shape=_nll_shape, outputs=2)(_nll_forward)
-
-
-@op("aten.cross_entropy_loss.default", "self target weight?", {"reduction": 1, "ignore_index": -100,
-    "label_smoothing": 0.0}, shape=lambda s, a: _nll_shape(s, a)[:1])
 def _cross_entropy(xs, a):
     if a["label_smoothing"]:
         raise ShapeError("label smoothing is not supported")
     return _nll_forward([_softmax(xs[0], xs[0].ndim - 1, True)] + list(xs[1:]), a)[:1]
 
 
-@op("aten.mse_loss.default", "self target", {"reduction": 1},
-    shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])  # operands must broadcast
 def _mse(xs, a):
     d = xs[0] - xs[1]
     return [_reduction(d * d, _lift(d, d.size), a["reduction"])]
+
+
+_NLL = {"reduction": 1, "ignore_index": -100}
+op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2,
+   axes=_loss_rule())(_nll_forward)
+op("aten.cross_entropy_loss.default", "self target weight?", {**_NLL, "label_smoothing": 0.0},
+   shape=lambda s, a: _nll_shape(s, a)[:1], axes=_loss_rule())(_cross_entropy)
+op("aten.mse_loss.default", "self target", {"reduction": 1}, axes=_loss_rule(classes=False),  # operands must broadcast
+   shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])(_mse)
 
 
 # ---------------------------------------------------------------- collectives
@@ -722,9 +795,9 @@ REDUCE_OPS = ("sum", "avg", "max", "min")
 def _reduce_all(xs, how: str):
     if how not in REDUCE_OPS:
         raise ShapeError(f"reduce_op {how!r} (expected one of {', '.join(REDUCE_OPS)})")
-    if how in ("max", "min"):
-        if how == "min":
-            return -_reduce_all([-x for x in xs], "max")
+    if how == "min":
+        return -_reduce_all([-x for x in xs], "max")
+    if how == "max":
         out = xs[0]
         for x in xs[1:]:
             out = _maximum(out, x)
@@ -739,17 +812,6 @@ def _same_shapes(shapes):
     return shapes[0]
 
 
-def _coll(target: str, attrs: dict, shape: Callable, outputs: int | None = 1):
-    return op(target, "self", attrs, shape=shape, collective=True, outputs=outputs)
-
-
-_coll("_c10d_functional.all_reduce.default", {"reduce_op": "sum"},
-      lambda s, a: [_same_shapes(s)] * len(s))(lambda xs, a: [_reduce_all(xs, a["reduce_op"])] * len(xs))
-_coll("_c10d_functional.all_gather_into_tensor.default", {},
-      lambda s, a: [(len(s) * _same_shapes(s)[0],) + s[0][1:]] * len(s))(
-    lambda xs, a: [np.concatenate(xs, axis=0)] * len(xs))
-
-
 def _rs_shape(s, a):
     s0 = _same_shapes(s)
     if not s0 or s0[0] % len(s):
@@ -757,8 +819,9 @@ def _rs_shape(s, a):
     return [(s0[0] // len(s),) + s0[1:]] * len(s)
 
 
-_coll("_c10d_functional.reduce_scatter_tensor.default", {"reduce_op": "sum"}, _rs_shape)(
-    lambda xs, a: np.split(_reduce_all(xs, a["reduce_op"]), len(xs), axis=0))
+def _gather_rule(C, I, O, a, why) -> None:
+    for y in I + O:
+        C.tie_all(y, O[0])
 
 
 def _a2a_sizes(n0: int, sizes, w: int) -> list[int]:
@@ -774,8 +837,7 @@ def _a2a_sizes(n0: int, sizes, w: int) -> list[int]:
 def _a2a_plan(shapes, a):
     """Per rank: the input split sizes and output split sizes of every member."""
     w = len(shapes)
-    ins = a["input_split_sizes"] or [None] * w
-    outs = a["output_split_sizes"] or [None] * w
+    ins, outs = a["input_split_sizes"] or [None] * w, a["output_split_sizes"] or [None] * w
     if len(ins) != w or len(outs) != w:
         raise ShapeError("all_to_all split sizes need one list per group member")
     i_sz = [_a2a_sizes(s[0], ins[r], w) if s else _a2a_sizes(0, [], w) for r, s in enumerate(shapes)]
@@ -789,8 +851,7 @@ def _a2a_plan(shapes, a):
 def _a2a_shape(shapes, a):
     if any(s[1:] != shapes[0][1:] or not s for s in shapes):
         raise ShapeError(f"all_to_all members disagree on trailing shape: {shapes}")
-    _, o_sz = _a2a_plan(shapes, a)
-    return [(sum(o),) + shapes[0][1:] for o in o_sz]
+    return [(sum(o),) + shapes[0][1:] for o in _a2a_plan(shapes, a)[1]]
 
 
 def _a2a(xs, a):
@@ -799,9 +860,13 @@ def _a2a(xs, a):
     return [np.concatenate([parts[j][r] for j in range(len(xs))], axis=0) for r in range(len(xs))]
 
 
-# Split sizes are given per group member (lists of lists), since each rank passes its own.
-_coll("_c10d_functional.all_to_all_single.default", {"output_split_sizes": None, "input_split_sizes": None},
-      _a2a_shape, outputs=None)(_a2a)
+def _a2a_rule(C, I, O, a, why) -> None:
+    _pieces_rule(C, I, O, a, why)
+    for key in ("output_split_sizes", "input_split_sizes"):  # lists per member: never scaled
+        for i, v in enumerate(a[key] or []):
+            C.quantity(I[0][0], v, f"{why}: split size", key, i)
+
+
 def _src(a) -> int:
     if a["src"] not in a["_group"]:
         raise ShapeError(f"broadcast source {a['src']} is not in the group {a['_group']}")
@@ -813,9 +878,20 @@ def _broadcast_shape(shapes, a):
     return [_same_shapes(shapes)] * len(shapes)
 
 
-_coll("_c10d_functional.broadcast.default", {"src": REQ}, _broadcast_shape)(
+_COLL = {"collective": True}
+op("_c10d_functional.all_reduce.default", "self", {"reduce_op": "sum"}, shape=lambda s, a: [_same_shapes(s)] * len(s),
+   axes=_ew_rule, **_COLL)(lambda xs, a: [_reduce_all(xs, a["reduce_op"])] * len(xs))
+op("_c10d_functional.all_gather_into_tensor.default", "self", {}, axes=_gather_rule, **_COLL,
+   shape=lambda s, a: [(len(s) * _same_shapes(s)[0],) + s[0][1:]] * len(s))(
+    lambda xs, a: [np.concatenate(xs, axis=0)] * len(xs))
+op("_c10d_functional.reduce_scatter_tensor.default", "self", {"reduce_op": "sum"}, shape=_rs_shape,
+   axes=_gather_rule, **_COLL)(lambda xs, a: np.split(_reduce_all(xs, a["reduce_op"]), len(xs), axis=0))
+# Split sizes are given per group member (lists of lists), since each rank passes its own.
+op("_c10d_functional.all_to_all_single.default", "self", {"output_split_sizes": None, "input_split_sizes": None},
+   shape=_a2a_shape, outputs=None, axes=_a2a_rule, **_COLL)(_a2a)
+op("_c10d_functional.broadcast.default", "self", {"src": REQ}, shape=_broadcast_shape, axes=_ew_rule, **_COLL)(
     lambda xs, a: [xs[_src(a)]] * len(xs))
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
-op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
+op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True, axes=_ew_rule)(
     lambda xs, a: [xs[0]])
 from . import ops_grad  # noqa: E402,F401

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from .ops import REQ, ShapeError, _dim, _lift, _map, _norm_axes, _scalar, _sigmoid, is_sym, op, to_fraction
+from .ops import (REQ, ShapeError, _dim, _ew_rule, _lift, _loss_rule, _map, _norm_axes, _norm_rule, _scalar, _sigmoid,
+                  is_sym, op, to_fraction)
 from .poly import NUMERIC, Rat
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -41,7 +42,10 @@ def _same2(shapes, a):
     return [shapes[0]]
 
 
-@op("aten.threshold_backward.default", "grad_output self", {"threshold": REQ}, shape=_same2)
+_EW = {"shape": _same2, "axes": _ew_rule}
+
+
+@op("aten.threshold_backward.default", "grad_output self", {"threshold": REQ}, **_EW)
 def _threshold_backward(xs, a):
     g, x = xs
     t = _lift(x, _scalar(a["threshold"]))
@@ -50,19 +54,18 @@ def _threshold_backward(xs, a):
     return [g * _step(x - t)]
 
 
-op("aten.gelu_backward.default", "grad_output self", {"approximate": "none"}, shape=_same2)(
+op("aten.gelu_backward.default", "grad_output self", {"approximate": "none"}, **_EW)(
     lambda xs, a: [xs[0] * (_dgelu_tanh if a["approximate"] == "tanh" else _dgelu)(xs[1])])
 
 
-@op("aten.silu_backward.default", "grad_output self", shape=_same2)
+@op("aten.silu_backward.default", "grad_output self", **_EW)
 def _silu_backward(xs, a):
     g, x = xs
     s = _sigmoid(x)
     return [g * s * (1 + x * (1 - s))]
 
 
-@op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None},
-    shape=_same2)
+@op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None}, **_EW)
 def _softmax_backward(xs, a):
     g, y = xs
     d = _dim(a["dim"], y.ndim)
@@ -79,7 +82,8 @@ def _ln_bwd_shape(shapes, a):
 
 
 @op("aten.native_layer_norm_backward.default", "grad_out input mean rstd weight? bias?",
-    {"normalized_shape": REQ, "output_mask": [True, True, True]}, shape=_ln_bwd_shape, outputs=3)
+    {"normalized_shape": REQ, "output_mask": [True, True, True]}, shape=_ln_bwd_shape, outputs=3,
+    axes=_norm_rule)
 def _layer_norm_backward(xs, a):
     g, x, mean, rstd = xs[:4]
     w = xs[4] if len(xs) > 4 else None
@@ -100,8 +104,15 @@ def _emb_bwd_shape(shapes, a):
     return [(a["num_weights"], g[-1])]
 
 
+def _emb_bwd_rule(C, I, O, a, why) -> None:
+    g, out = I[0], O[0]
+    C.pin(out[0], f"{why}: rows indexed by integer values")
+    C.tie(g[-1], out[1])
+    C.bcast(I[1], g[:-1])
+
+
 @op("aten.embedding_dense_backward.default", "grad_output indices",
-    {"num_weights": REQ, "padding_idx": -1, "scale_grad_by_freq": False}, shape=_emb_bwd_shape)
+    {"num_weights": REQ, "padding_idx": -1, "scale_grad_by_freq": False}, shape=_emb_bwd_shape, axes=_emb_bwd_rule)
 def _embedding_backward(xs, a):
     g, idx = xs
     if is_sym(idx) or idx.dtype.kind not in "iu":
@@ -127,7 +138,7 @@ def _nll_bwd_shape(shapes, a):
 
 
 @op("aten.nll_loss_backward.default", "grad_output self target weight? total_weight",
-    {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape)
+    {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape, axes=_loss_rule(ref=1))
 def _nll_backward(xs, a):
     g, x, t, w, tw = xs
     if w is not None:
@@ -149,5 +160,5 @@ def _nll_backward(xs, a):
 
 # Forward ops that captured real models (Llama's rotary embedding) need and ops.py lacks;
 # the atoms sin/cos already have their numeric meaning in poly.NUMERIC.
-op("aten.cos.default", "self", shape=lambda s, a: [s[0]])(lambda xs, a: [_map("cos", np.cos)(xs[0])])
-op("aten.sin.default", "self", shape=lambda s, a: [s[0]])(lambda xs, a: [_map("sin", np.sin)(xs[0])])
+op("aten.cos.default", "self", shape=lambda s, a: [s[0]], axes=_ew_rule)(lambda xs, a: [_map("cos", np.cos)(xs[0])])
+op("aten.sin.default", "self", shape=lambda s, a: [s[0]], axes=_ew_rule)(lambda xs, a: [_map("sin", np.sin)(xs[0])])
