@@ -127,10 +127,10 @@ def test_tampered_approximations_are_rejected(bn_cert, tmp_path, tamper):
         claim["approximations"].pop()
     p = tmp_path / "c.json"
     p.write_text(json.dumps(cert))
-    try:
+    try:   # the evidence names tensors of the rewritten spec: a changed rewrite may not even parse
         results = replay(str(p))
     except Malformed as e:
-        assert tamper == "node" and "no single" in str(e)
+        assert tamper != "node" or "no single" in str(e)
         return
     assert tamper != "node" and not results[0].ok, results[0].detail
 
