@@ -26,6 +26,7 @@ from .errors import CheckError, Malformed, Rejected, Unsupported
 from .graph import Graph, parse_graph
 from .limits import Limits, canonical_bytes, load_json, read_bytes
 from .stages import replay_staged
+from .wiring import replay_template
 
 
 @dataclass
@@ -172,6 +173,7 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
 
 CLAIMS: dict[str, Callable[..., str]] = {"refinement": replay_refinement, "kernel-equivalence": kernel.replay_kernel}
 CLAIMS["staged-refinement"] = replay_staged
+CLAIMS["train-template"] = replay_template
 
 
 def replay(path: str, limits: Limits | None = None) -> list[ClaimResult]:
