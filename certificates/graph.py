@@ -69,6 +69,10 @@ class Graph:
     position: dict[str, int] = field(default_factory=dict)  # node name -> index in ``nodes``
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _need(obj: dict, key: str, kind, where: str, what: str):
     if not isinstance(obj, dict) or key not in obj:
         raise Malformed(where, f"{what}: missing '{key}'")
@@ -78,18 +82,24 @@ def _need(obj: dict, key: str, kind, where: str, what: str):
     return v
 
 
-def _only(obj: dict, allowed: set[str], where: str, what: str) -> None:
-    extra = sorted(set(obj) - allowed)
+def _only(obj: dict, allowed: str, where: str, what: str) -> None:
+    extra = sorted(set(obj) - set(allowed.split()))
     if extra:
         raise Malformed(where, f"{what}: unknown field '{extra[0]}'")
+
+
+def _rank(raw: dict, world: int, where: str, what: str) -> int:
+    rank = raw.get("rank", 0)
+    if not _is_int(rank) or not 0 <= rank < world:
+        raise Malformed(where, f"{what}: rank {rank!r} outside the world of size {world}")
+    return rank
 
 
 def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
     """Validate a graph's JSON value; every defect raises ``Malformed`` naming the element."""
     if not isinstance(obj, dict):
         raise Malformed(where, "graph must be a JSON object")
-    _only(obj, {"format", "version", "name", "world_size", "tensors", "inputs", "outputs", "nodes",
-                "meta"}, where, "graph")
+    _only(obj, "format version name world_size tensors inputs outputs nodes meta", where, "graph")
     if obj.get("format") != GRAPH_FORMAT or obj.get("version") != GRAPH_VERSION:
         raise Malformed(where, f"not a {GRAPH_FORMAT} version {GRAPH_VERSION} file "
                                f"(format={obj.get('format')!r}, version={obj.get('version')!r})")
@@ -97,26 +107,21 @@ def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
     world = _need(obj, "world_size", int, where, "graph")
     if not 1 <= world <= MAX_WORLD:
         raise Malformed(where, f"world_size {world} outside 1..{MAX_WORLD}")
-    tensors = {n: _tensor(n, t, world, where, limits)
-               for n, t in _need(obj, "tensors", dict, where, "graph").items()}
-    inputs = _names(obj, "inputs", tensors, where)
-    outputs = _names(obj, "outputs", tensors, where)
+    tensors = {n: _tensor(n, t, world, where, limits) for n, t in _need(obj, "tensors", dict, where, "graph").items()}
+    inputs, outputs = _names(obj, "inputs", tensors, where), _names(obj, "outputs", tensors, where)
     for n in inputs:
-        t = tensors[n]
-        if t.role is None:
+        if tensors[n].role is None:
             raise Malformed(where, f"input '{n}': missing 'role'")
-        if t.is_int and t.dtype != "bool" and t.range is None:
+        if tensors[n].is_int and tensors[n].dtype != "bool" and tensors[n].range is None:
             raise Malformed(where, f"input '{n}': integer inputs need a value 'range' [lo, hi)")
-    raw_nodes = _need(obj, "nodes", list, where, "graph")
-    nodes, seen = [], set()
-    for i, raw in enumerate(raw_nodes):
+    nodes: dict[str, Node] = {}
+    for i, raw in enumerate(_need(obj, "nodes", list, where, "graph")):
         node = _node(raw, i, tensors, world, where)
-        if node.name in seen:
+        if node.name in nodes:
             raise Malformed(where, f"duplicate node name '{node.name}'")
-        seen.add(node.name)
-        nodes.append(node)
+        nodes[node.name] = node
     g = Graph(name, world, tensors, inputs, outputs, [])
-    g.nodes, g.producer = _toposort(nodes, inputs, tensors, where)
+    g.nodes, g.producer = _toposort(list(nodes.values()), inputs, where)
     g.position = {n.name: i for i, n in enumerate(g.nodes)}
     for t in tensors:
         if t not in g.producer and t not in inputs:
@@ -132,31 +137,25 @@ def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor
         raise Malformed(where, f"{what}: bad name (expected identifier, optionally @r<rank>)")
     if not isinstance(t, dict):
         raise Malformed(where, f"{what}: must be an object")
-    _only(t, {"shape", "dtype", "rank", "role", "range"}, where, what)
+    _only(t, "shape dtype rank role range", where, what)
     shape = _need(t, "shape", list, where, what)
-    if len(shape) > 16 or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+    if len(shape) > 16 or any(not _is_int(d) or d < 0 for d in shape):
         raise Malformed(where, f"{what}: shape must be a list of at most 16 non-negative ints")
     if int(np.prod(shape, dtype=object)) > limits.max_elements * 64:
         raise LimitExceeded(f"{where}: {what} has shape {shape}, too large to check")
     dtype = _need(t, "dtype", str, where, what)
     if dtype not in FLOAT_DTYPES + INT_DTYPES:
         raise Malformed(where, f"{what}: unknown dtype '{dtype}'")
-    rank = t.get("rank", 0)
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
-        raise Malformed(where, f"{what}: rank {rank!r} outside the world of size {world}")
-    suffix = name.rpartition("@r")[2] if "@r" in name else None
-    if suffix is not None and int(suffix) != rank:
-        raise Malformed(where, f"{what}: name says rank {suffix} but 'rank' is {rank}")
-    role = t.get("role")
+    rank = _rank(t, world, where, what)
+    if "@r" in name and int(name.rpartition("@r")[2]) != rank:
+        raise Malformed(where, f"{what}: name says rank {name.rpartition('@r')[2]} but 'rank' is {rank}")
+    role, rng = t.get("role"), t.get("range")
     if role is not None and role not in ROLES:
         raise Malformed(where, f"{what}: unknown role '{role}' (one of {', '.join(ROLES)})")
-    rng = t.get("range")
-    if rng is not None:
-        if (not isinstance(rng, list) or len(rng) != 2 or any(isinstance(v, bool) or not isinstance(v, int)
-                                                                for v in rng) or rng[0] >= rng[1]):
-            raise Malformed(where, f"{what}: range must be [lo, hi) with lo < hi")
-        rng = (rng[0], rng[1])
-    return Tensor(name, tuple(shape), dtype, rank, role, rng)
+    if rng is not None and (not isinstance(rng, list) or len(rng) != 2 or not all(map(_is_int, rng))
+                            or rng[0] >= rng[1]):
+        raise Malformed(where, f"{what}: range must be [lo, hi) with lo < hi")
+    return Tensor(name, tuple(shape), dtype, rank, role, tuple(rng) if rng is not None else None)
 
 
 def _names(obj: dict, key: str, tensors: dict, where: str) -> list[str]:
@@ -174,7 +173,7 @@ def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
     if not isinstance(name, str) or not name:
         raise Malformed(where, f"node #{i}: missing 'name'")
     what = f"node '{name}'"
-    _only(raw, {"name", "target", "rank", "group", "inputs", "outputs", "attrs", "meta"}, where, what)
+    _only(raw, "name target rank group inputs outputs attrs meta", where, what)
     target = _need(raw, "target", str, where, what)
     op = REGISTRY.get(target)
     if op is None:
@@ -200,38 +199,29 @@ def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
         if "rank" in raw:
             raise Malformed(where, f"{what}: a collective names its 'group', not a 'rank'")
         node.group = _group(raw, node, tensors, world, where, what)
-    else:
-        if "group" in raw:
-            raise Malformed(where, f"{what}: only collectives have a 'group'")
-        rank = raw.get("rank", 0)
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
-            raise Malformed(where, f"{what}: rank {rank!r} outside the world of size {world}")
-        node.rank = rank
-        _check_slots(node, where, what)
-        for t in ins + outs:
-            if t is not None and tensors[t].rank != rank:
-                raise Malformed(where, f"{what}: tensor '{t}' lives on rank {tensors[t].rank}, "
-                                       f"the node runs on rank {rank}")
-    return node
-
-
-def _check_slots(node: Node, where: str, what: str) -> None:
-    slots, n = node.op.slots, len(node.inputs)
-    if node.op.variadic:
-        if n < 1 or None in node.inputs:
-            raise Malformed(where, f"{what}: needs one or more input tensors")
-        return
+        return node
+    if "group" in raw:
+        raise Malformed(where, f"{what}: only collectives have a 'group'")
+    node.rank = _rank(raw, world, where, what)
+    slots, n = op.slots, len(ins)
     required = sum(1 for s in slots if not s.endswith("?"))
-    if not required <= n <= len(slots):
+    if op.variadic and (n < 1 or None in ins):
+        raise Malformed(where, f"{what}: needs one or more input tensors")
+    if not op.variadic and not required <= n <= len(slots):
         raise Malformed(where, f"{what}: takes {required}..{len(slots)} inputs ({' '.join(slots)}), got {n}")
-    for s, t in zip(slots, node.inputs):
+    for s, t in zip(slots if not op.variadic else [], ins):
         if t is None and not s.endswith("?"):
             raise Malformed(where, f"{what}: input '{s}' is required")
+    for t in ins + outs:
+        if t is not None and tensors[t].rank != node.rank:
+            raise Malformed(where, f"{what}: tensor '{t}' lives on rank {tensors[t].rank}, "
+                                   f"the node runs on rank {node.rank}")
+    return node
 
 
 def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: str) -> list[int]:
     group = _need(raw, "group", list, where, what)
-    if any(isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < world for r in group):
+    if any(not _is_int(r) or not 0 <= r < world for r in group):
         raise Malformed(where, f"{what}: group {group} has a rank outside the world of size {world}")
     if len(set(group)) != len(group) or len(group) < 1:
         raise Malformed(where, f"{what}: group {group} must list distinct ranks")
@@ -251,63 +241,56 @@ def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: s
     return group
 
 
-def _toposort(nodes: list[Node], inputs: list[str], tensors: dict, where: str):
-    inputs = set(inputs)
-    producer: dict[str, Node] = {}
+def _toposort(nodes: list[Node], inputs: list[str], where: str) -> tuple[list[Node], dict[str, Node]]:
+    """Nodes in a depth-first topological order, and each tensor's producer."""
+    inputs_, producer = set(inputs), {}
     for node in nodes:
         for t in node.outputs:
-            if t in producer or t in inputs:
+            if t in producer or t in inputs_:
                 raise Malformed(where, f"node '{node.name}': tensor '{t}' is already "
-                                       f"{'a graph input' if t in inputs else 'produced by ' + repr(producer[t].name)}")
+                                       f"{'a graph input' if t in inputs_ else 'produced by ' + repr(producer[t].name)}")
             producer[t] = node
-    deps = {}
     for node in nodes:
         for t in node.inputs:
-            if t is not None and t not in producer and t not in inputs:
+            if t is not None and t not in producer and t not in inputs_:
                 raise Malformed(where, f"node '{node.name}': input '{t}' is dangling "
                                        "(neither a graph input nor produced by a node)")
-        deps[node.name] = {producer[t].name for t in node.inputs if t in producer}
-    order, done, by_name = [], set(), {n.name: n for n in nodes}
-    state: dict[str, int] = {}
-    for start in nodes:  # iterative DFS; a grey node reached again closes a cycle
-        if start.name in done:
-            continue
-        stack = [(start.name, iter(sorted(deps[start.name])))]
-        state[start.name] = 1
+    deps = {n.name: sorted({producer[t].name for t in n.inputs if t in producer}) for n in nodes}
+    by_name, order, state = {n.name: n for n in nodes}, [], {}  # state: 1 on the stack, 2 done
+    for start in nodes:  # iterative DFS; a node reached again while on the stack closes a cycle
+        stack = [(start.name, iter(deps[start.name]))] if start.name not in state else []
+        state.setdefault(start.name, 1)
         while stack:
             name, it = stack[-1]
             nxt = next(it, None)
             if nxt is None:
                 stack.pop()
                 state[name] = 2
-                done.add(name)
                 order.append(by_name[name])
             elif state.get(nxt) == 1:
                 cyc = [n for n, _ in stack][[n for n, _ in stack].index(nxt):] + [nxt]
                 raise Malformed(where, f"nodes form a cycle: {' -> '.join(repr(c) for c in cyc)}")
-            elif nxt not in done:
+            elif nxt not in state:
                 state[nxt] = 1
-                stack.append((nxt, iter(sorted(deps[nxt]))))
+                stack.append((nxt, iter(deps[nxt])))
     return order, producer
 
 
 def _check_shapes(node: Node, tensors: dict, where: str) -> None:
     what = f"node '{node.name}' ({node.target})"
-    shapes = [tensors[t].shape if t is not None else None for t in node.inputs]
     try:
-        out = node.op.shape(shapes, node.full_attrs(symbolic=False))
+        out = node.op.shape([tensors[t].shape if t is not None else None for t in node.inputs],
+                            node.full_attrs(symbolic=False))
     except (ShapeError, TypeError, KeyError, ValueError, IndexError) as e:
         raise Malformed(where, f"{what}: {e}") from None
     if len(out) != len(node.outputs):
         raise Malformed(where, f"{what}: gives {len(out)} outputs, the node lists {len(node.outputs)}")
     for t, s in zip(node.outputs, out):
         if tuple(s) != tensors[t].shape:
-            raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} "
-                                   f"but the op gives {list(s)}")
+            raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} but the op gives {list(s)}")
 
 
-def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool,
-             limits: Limits = DEFAULT) -> dict[str, np.ndarray]:
+def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limits = DEFAULT) -> dict[str, np.ndarray]:
     """Run ``g`` on input values (symbolic or numeric); returns every tensor's value."""
     vals = dict(env)
     for node in g.nodes:
@@ -320,8 +303,7 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool,
         except (ShapeError, ZeroDivisionError) as e:
             raise Unsupported(f"{g.name}: node '{node.name}' ({node.target}): {e}") from None
         for t, v in zip(node.outputs, outs):
-            v = np.asarray(v)
+            vals[t] = v = np.asarray(v)
             if v.size > limits.max_elements:
                 raise LimitExceeded(f"{g.name}: tensor '{t}' has {v.size} elements (limit {limits.max_elements})")
-            vals[t] = v
     return vals
