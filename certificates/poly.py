@@ -1,13 +1,10 @@
 """Exact normal form over the rationals with opaque atoms.
 
-A value is a ratio ``Rat(n, d)`` of two polynomials. A polynomial maps terms to
-exact rational coefficients (``Q``: gmpy2's ``mpq``, else ``fractions.Fraction``); a term is ``(mono, expo)``: a monomial (sorted
-``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` itself a polynomial key (an ``Expo``,
-or ``()`` for no exp factor). So ``exp(a) * exp(b) = exp(a + b)`` holds by construction,
-as in Volta's decision procedure. Non-polynomial functions (tanh, sqrt, max, ...)
-are atoms whose names embed the canonical text of their normalized arguments, so
-equal arguments give the same atom. Two values are equal when ``n1*d2 - n2*d1``
-normalizes to zero: sound over the reals wherever the denominators are non-zero.
+A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``,
+else ``Fraction``), a monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a
+polynomial key (``()``: no exp factor), so ``exp(a) * exp(b) = exp(a + b)`` by construction.
+Other functions (tanh, sqrt, max, ...) are atoms named by the canonical text of their normalized
+arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where d != 0).
 """
 
 from __future__ import annotations
@@ -16,14 +13,15 @@ import math
 import numbers
 from fractions import Fraction
 
-try:  # exact rationals in C, an order of magnitude faster; same values as Fraction
-    from gmpy2 import mpq as Q
-except ImportError:  # pragma: no cover
-    Q = Fraction
 from functools import lru_cache
 from typing import Callable
 
 from .errors import LimitExceeded, Unsupported
+
+try:  # exact rationals in C, an order of magnitude faster; same values as Fraction
+    from gmpy2 import mpq as Q
+except ImportError:  # pragma: no cover
+    Q = Fraction
 
 Mono = tuple  # tuple[tuple[str, int], ...]
 Key = tuple   # (Mono, expo poly key)
@@ -52,11 +50,8 @@ def _is_array(o) -> bool:
 
 
 class Expo(tuple):
-    """The key of a non-zero exponent polynomial with its hash computed once, so a term key
-    ``(mono, expo)`` hashes in O(1) where a nested tuple would be walked on every dict
-    access. Equality, order and hash are the plain tuple's (an ``Expo`` equals the key it
-    was made of), so nothing printed or compared changes; ``intern_expo`` interns them,
-    so equal exponents are mostly one object and compare by identity."""
+    """A non-zero exponent key with its hash computed once (term keys hash in O(1)); it equals,
+    orders and hashes as the plain tuple, and ``intern_expo`` makes equal ones one object."""
 
     def __init__(self, key: tuple) -> None:
         self.h = tuple.__hash__(self)
@@ -83,11 +78,7 @@ def intern_expo(key: tuple) -> tuple:
 
 @lru_cache(maxsize=1 << 17)
 def _mono_mul(a: Mono, b: Mono) -> Mono:
-    if not a:
-        return b
-    if not b:
-        return a
-    if a[-1][0] < b[0][0]:  # sorted and disjoint: concatenate
+    if not a or not b or a[-1][0] < b[0][0]:  # sorted and disjoint: concatenate
         return a + b
     if b[-1][0] < a[0][0]:
         return b + a
@@ -104,6 +95,14 @@ def _expo_add(a: tuple, b: tuple) -> tuple:
     return intern_expo(Poly(dict(a)).add(Poly(dict(b))).key())
 
 
+def _accumulate(d: dict, k, c) -> None:
+    """``d[k] += c``, dropping a zero coefficient."""
+    if v := d.get(k, 0) + c:
+        d[k] = v
+    else:
+        d.pop(k, None)
+
+
 class Poly:
     """Sparse polynomial: ``{term key: Q}`` with no zero coefficients."""
 
@@ -115,8 +114,7 @@ class Poly:
 
     @staticmethod
     def const(c) -> "Poly":
-        c = to_fraction(c)
-        return Poly({ONE_KEY: c} if c else {})
+        return Poly({ONE_KEY: c} if (c := to_fraction(c)) else {})
 
     @staticmethod
     def atom(name: str) -> "Poly":
@@ -133,9 +131,7 @@ class Poly:
     def constant(self):
         if not self.t:
             return Q(0)
-        if len(self.t) == 1 and ONE_KEY in self.t:
-            return self.t[ONE_KEY]
-        return None
+        return self.t[ONE_KEY] if len(self.t) == 1 and ONE_KEY in self.t else None
 
     def add(self, o: "Poly", sign: int = 1) -> "Poly":
         a, b = self.t, o.t
@@ -143,11 +139,7 @@ class Poly:
             a, b = b, a
         d = dict(a)
         for k, c in b.items():
-            v = d.get(k, 0) + (c if sign == 1 else -c)
-            if v:
-                d[k] = v
-            else:
-                d.pop(k, None)
+            _accumulate(d, k, c if sign == 1 else -c)
         return Poly(d)
 
     def scale(self, c) -> "Poly":
@@ -167,12 +159,7 @@ class Poly:
         d: dict = {}
         for (m1, e1), c1 in self.t.items():
             for (m2, e2), c2 in o.t.items():
-                k = (_mono_mul(m1, m2), _expo_add(e1, e2))
-                v = d.get(k, 0) + c1 * c2
-                if v:
-                    d[k] = v
-                else:
-                    d.pop(k, None)
+                _accumulate(d, (_mono_mul(m1, m2), _expo_add(e1, e2)), c1 * c2)
         if len(d) > MAX_TERMS:
             raise LimitExceeded(f"polynomial with {len(d)} terms exceeds {MAX_TERMS}")
         return Poly(d)
@@ -201,20 +188,13 @@ class Poly:
 
     def text(self, name: Callable[[str], str]) -> str:
         """The canonical text with every variable or atom ``v`` written ``name(v)``."""
-        if not self.t:
-            return "0"
         parts = []
         for (m, e), c in self.key():
             factors = [f"{name(v)}^{p}" if p != 1 else name(v) for v, p in m]
             if e:
                 factors.append(f"exp({Poly(dict(e)).text(name)})")
-            if not factors:
-                parts.append(str(c))
-            elif c == 1:
-                parts.append("*".join(factors))
-            else:
-                parts.append(f"{c}*" + "*".join(factors))
-        return " + ".join(parts)
+            parts.append("*".join(factors if c == 1 and factors else [str(c)] + factors))
+        return " + ".join(parts) or "0"
 
 
 ZERO_P, ONE_P = Poly(), Poly.const(1)
@@ -314,8 +294,6 @@ class Rat:
         if _is_array(o):
             return NotImplemented
         o = Rat.of(o)
-        if self.d is ONE_P and o.d is ONE_P:
-            return Rat(self.n.mul(o.n))
         return Rat(self.n.mul(o.n), self.d.mul(o.d))
 
     __rmul__ = __mul__
