@@ -65,14 +65,8 @@ def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
     """Parse a clean expression; errors name ``where`` and the offending position."""
     if not isinstance(text, str) or len(text) > 100_000:
         raise Malformed(where, "clean expression must be a string of at most 100000 characters")
-    toks: list[tuple[str, str, int]] = []
-    for m in _TOKEN.finditer(text):
-        if m.group(1):
-            toks.append(("name", m.group(1), m.start(1)))
-        elif m.group(2):
-            toks.append(("int", m.group(2), m.start(2)))
-        elif m.group(3):
-            toks.append(("sym", m.group(3), m.start(3)))
+    toks = [(("name", "int", "sym")[m.lastindex - 1], m.group(m.lastindex), m.start(m.lastindex))
+            for m in _TOKEN.finditer(text)]  # (kind, text, column)
     pos = 0
 
     def fail(msg: str):
@@ -90,16 +84,16 @@ def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
         return pos < len(toks) and toks[pos][1] == val and toks[pos][0] == "sym"
 
     def value():
-        if peek("["):
-            eat("sym", "[")
-            items = []
-            while not peek("]"):
-                items.append(int(eat("int")))
-                if not peek("]"):
-                    eat("sym", ",")
-            eat("sym", "]")
-            return tuple(items)
-        return int(eat("int"))
+        if not peek("["):
+            return int(eat("int"))
+        eat("sym", "[")
+        items = []
+        while not peek("]"):
+            items.append(int(eat("int")))
+            if not peek("]"):
+                eat("sym", ",")
+        eat("sym", "]")
+        return tuple(items)
 
     def term(depth: int) -> Term:
         nonlocal pos
@@ -164,88 +158,63 @@ def _axis(d, n: int) -> int:
     return d % n
 
 
-def _apply(t: Call, xs: list, concat, slc, pad, transpose, reshape, add):
-    """Shared structure of shape inference and evaluation: one rule per function."""
-    kw = dict(t.kw)
-    x = xs[0]
-    n = len(shape_of(x))
+def _apply(t: Call, xs: list, ops: dict):
+    """One rule per function, shared by shape inference and evaluation (``ops``: their actions)."""
+    kw, x = dict(t.kw), xs[0]
+    n, s0 = len(shape_of(x)), shape_of(x)
     if t.fn == "concat":
         d = _axis(kw["dim"], n)
         for y in xs[1:]:
-            s, s0 = shape_of(y), shape_of(x)
+            s = shape_of(y)
             if len(s) != n or any(a != b for i, (a, b) in enumerate(zip(s, s0)) if i != d):
                 raise TermError(f"concat of shapes {[list(shape_of(z)) for z in xs]} on dim {d}")
-        return concat(xs, d)
+        return ops["concat"](xs, d)
     if t.fn == "slice":
-        d, step = _axis(kw["dim"], n), kw.get("step", 1)
-        lo, hi = kw["start"], kw["end"]
-        if not (isinstance(step, int) and step >= 1 and 0 <= lo <= hi <= shape_of(x)[d]):
-            raise TermError(f"slice [{lo}:{hi}:{step}] out of range on dim {d} of {list(shape_of(x))}")
-        return slc(x, d, lo, hi, step)
+        d, step, lo, hi = _axis(kw["dim"], n), kw.get("step", 1), kw["start"], kw["end"]
+        if not (isinstance(step, int) and step >= 1 and 0 <= lo <= hi <= s0[d]):
+            raise TermError(f"slice [{lo}:{hi}:{step}] out of range on dim {d} of {list(s0)}")
+        return ops["slice"](x, d, lo, hi, step)
     if t.fn == "pad":
         d, lo, hi = _axis(kw["dim"], n), kw["before"], kw["after"]
         if not (isinstance(lo, int) and isinstance(hi, int) and lo >= 0 and hi >= 0):
             raise TermError("pad widths must be non-negative")
-        return pad(x, d, lo, hi)
+        return ops["pad"](x, d, lo, hi)
     if t.fn in ("permute", "transpose"):
         if t.fn == "permute":
             p = [_axis(d, n) for d in kw["dims"]]
         else:
-            p = list(range(n))
-            i, j = _axis(kw["dim0"], n), _axis(kw["dim1"], n)
+            p, i, j = list(range(n)), _axis(kw["dim0"], n), _axis(kw["dim1"], n)
             p[i], p[j] = p[j], p[i]
         if sorted(p) != list(range(n)):
             raise TermError(f"{list(kw.get('dims', p))} is not a permutation of rank {n}")
-        return transpose(x, p)
+        return ops["transpose"](x, p)
     if t.fn == "reshape":
         s = tuple(kw["shape"])
-        if any(not isinstance(v, int) or v < 0 for v in s) or int(np.prod(s)) != int(np.prod(shape_of(x))):
-            raise TermError(f"cannot reshape {list(shape_of(x))} to {list(s)}")
-        return reshape(x, s)
+        if any(not isinstance(v, int) or v < 0 for v in s) or int(np.prod(s)) != int(np.prod(s0)):
+            raise TermError(f"cannot reshape {list(s0)} to {list(s)}")
+        return ops["reshape"](x, s)
     for y in xs[1:]:  # sum
-        if shape_of(y) != shape_of(x):
+        if shape_of(y) != s0:
             raise TermError(f"sum of shapes {[list(shape_of(z)) for z in xs]}")
-    return add(xs)
+    return ops["sum"](xs)
 
 
 def shape_of(x) -> Shape:
     return tuple(x) if isinstance(x, tuple) else tuple(x.shape)
 
 
-def _fold(t: Term, leaf: Callable, ops: tuple):
-    if isinstance(t, Ref):
-        return leaf(t.name)
-    return _apply(t, [_fold(a, leaf, ops) for a in t.args], *ops)
+def _fold(t: Term, leaf: Callable, ops: dict):
+    return leaf(t.name) if isinstance(t, Ref) else _apply(t, [_fold(a, leaf, ops) for a in t.args], ops)
 
 
-_SHAPE_OPS = (
-    lambda xs, d: xs[0][:d] + (sum(s[d] for s in xs),) + xs[0][d + 1:],
-    lambda x, d, lo, hi, st: x[:d] + (len(range(lo, hi, st)),) + x[d + 1:],
-    lambda x, d, lo, hi: x[:d] + (x[d] + lo + hi,) + x[d + 1:],
-    lambda x, p: tuple(x[i] for i in p),
-    lambda x, s: s,
-    lambda xs: xs[0],
-)
+def _dim_index(nd: int, d: int, s: slice) -> tuple:
+    return tuple(s if k == d else slice(None) for k in range(nd))
 
 
 def _pad_array(x: np.ndarray, d: int, lo: int, hi: int) -> np.ndarray:
-    shape = list(x.shape)
-    shape[d] += lo + hi
-    out = np.full(shape, 0, dtype=x.dtype)
-    idx = [slice(None)] * x.ndim
-    idx[d] = slice(lo, lo + x.shape[d])
-    out[tuple(idx)] = x
+    out = np.full(x.shape[:d] + (x.shape[d] + lo + hi,) + x.shape[d + 1:], 0, dtype=x.dtype)
+    out[_dim_index(x.ndim, d, slice(lo, lo + x.shape[d]))] = x
     return out
-
-
-def _slice_array(x: np.ndarray, d: int, lo: int, hi: int, st: int) -> np.ndarray:
-    idx = [slice(None)] * x.ndim
-    idx[d] = slice(lo, hi, st)
-    return x[tuple(idx)]
-
-
-def _sum_arrays(xs: list) -> np.ndarray:
-    return _array(sum(xs[1:], xs[0]))
 
 
 def _array(v) -> np.ndarray:
@@ -257,14 +226,22 @@ def _array(v) -> np.ndarray:
     return a
 
 
-_EVAL_OPS = (
-    lambda xs, d: np.concatenate(xs, axis=d),
-    _slice_array,
-    _pad_array,
-    np.transpose,
-    np.reshape,
-    _sum_arrays,
-)
+_SHAPE_OPS = {
+    "concat": lambda xs, d: xs[0][:d] + (sum(s[d] for s in xs),) + xs[0][d + 1:],
+    "slice": lambda x, d, lo, hi, st: x[:d] + (len(range(lo, hi, st)),) + x[d + 1:],
+    "pad": lambda x, d, lo, hi: x[:d] + (x[d] + lo + hi,) + x[d + 1:],
+    "transpose": lambda x, p: tuple(x[i] for i in p),
+    "reshape": lambda x, s: s,
+    "sum": lambda xs: xs[0],
+}
+_EVAL_OPS = {
+    "concat": lambda xs, d: np.concatenate(xs, axis=d),
+    "slice": lambda x, d, lo, hi, st: x[_dim_index(x.ndim, d, slice(lo, hi, st))],
+    "pad": _pad_array,
+    "transpose": np.transpose,
+    "reshape": np.reshape,
+    "sum": lambda xs: _array(sum(xs[1:], xs[0])),
+}
 
 
 def infer_shape(t: Term, shape: Callable[[str], Shape]) -> Shape:
