@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -30,27 +31,16 @@ class Limits:
 
 
 DEFAULT = Limits()
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)  # a JSON string, or an unterminated one to the end
 
 
 def _scan_depth(text: str, where: str, max_depth: int) -> None:
     """Reject nesting deeper than ``max_depth`` before the recursive parser sees it."""
-    depth, in_str, esc = 0, False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > max_depth:
-                raise LimitExceeded(f"{where}: JSON nested deeper than {max_depth}")
-        elif ch in "]}":
-            depth -= 1
+    depth = 0
+    for ch in _STRING.sub("", text):
+        depth += (ch in "[{") - (ch in "]}")
+        if depth > max_depth:
+            raise LimitExceeded(f"{where}: JSON nested deeper than {max_depth}")
 
 
 def _no_duplicates(pairs: list) -> dict:

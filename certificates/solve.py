@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 from dataclasses import dataclass
 
@@ -32,9 +33,8 @@ def variables(x: Rat) -> set[str]:
     while todo:
         a = todo.pop()
         if a in ATOMS:
-            for arg in ATOMS[a][1]:
-                todo.extend(arg.atoms())
-        elif a not in out:
+            todo.extend(v for arg in ATOMS[a][1] for v in arg.atoms())
+        else:
             out.add(a)
     return out
 
@@ -47,9 +47,8 @@ def decide(a: Rat, b: Rat, seed: int = 0) -> Verdict:
     if witness is not None:
         return witness
     for name in ("z3", "cvc5"):
-        answer = _smt(a, b, name)
-        if answer is not None:
-            return Verdict(True, name) if answer else Verdict(None, "unknown")
+        if _smt(a, b, name):
+            return Verdict(True, name)
     return Verdict(None, "unknown")
 
 
@@ -71,10 +70,7 @@ def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
 def _smt(a: Rat, b: Rat, which: str) -> bool | None:
     """True if the solver proves ``a == b``, None if it cannot (or is not installed)."""
     try:
-        if which == "z3":
-            import z3 as s
-        else:
-            import cvc5.pythonic as s  # type: ignore[import-not-found]
+        s = importlib.import_module("z3" if which == "z3" else "cvc5.pythonic")
     except ImportError:
         return None
     enc = _Encoder(s)
@@ -119,25 +115,23 @@ class _Encoder:
         return total
 
     def func(self, name: str, arity: int):
-        key = (name, arity)
-        if key not in self.funcs:
-            s = self.s
-            self.funcs[key] = s.Function(f"{name}_{arity}", *([s.RealSort()] * (arity + 1)))
-        return self.funcs[key]
+        if (name, arity) not in self.funcs:
+            self.funcs[name, arity] = self.s.Function(f"{name}_{arity}", *([self.s.RealSort()] * (arity + 1)))
+        return self.funcs[name, arity]
 
     def atom(self, name: str):
-        if name not in self.cache:
-            s = self.s
-            if name not in ATOMS:
-                self.cache[name] = s.Real(name)
+        if name in self.cache:
+            return self.cache[name]
+        if name not in ATOMS:
+            out = self.s.Real(name)
+        else:
+            fn, args = ATOMS[name]
+            xs = [self.rat(a) for a in args]
+            if fn == "max":
+                out = xs[0]
+                for y in xs[1:]:
+                    out = self.s.If(out >= y, out, y)
             else:
-                fn, args = ATOMS[name]
-                xs = [self.rat(a) for a in args]
-                if fn == "max":
-                    out = xs[0]
-                    for y in xs[1:]:
-                        out = s.If(out >= y, out, y)
-                    self.cache[name] = out
-                else:
-                    self.cache[name] = self.func(fn, len(xs))(*xs)
-        return self.cache[name]
+                out = self.func(fn, len(xs))(*xs)
+        self.cache[name] = out
+        return out
