@@ -69,13 +69,17 @@ class Graph:
     position: dict[str, int] = field(default_factory=dict)  # node name -> index in ``nodes``
 
 
+def _fail_if(bad, where: str, msg: str) -> None:
+    if bad:
+        raise Malformed(where, msg)
+
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _need(obj: dict, key: str, kind, where: str, what: str):
-    if not isinstance(obj, dict) or key not in obj:
-        raise Malformed(where, f"{what}: missing '{key}'")
+    _fail_if(not isinstance(obj, dict) or key not in obj, where, f"{what}: missing '{key}'")
     v = obj[key]
     if kind is int and isinstance(v, bool) or not isinstance(v, kind):
         raise Malformed(where, f"{what}: '{key}' must be {getattr(kind, '__name__', kind)}")
@@ -97,28 +101,24 @@ def _rank(raw: dict, world: int, where: str, what: str) -> int:
 
 def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
     """Validate a graph's JSON value; every defect raises ``Malformed`` naming the element."""
-    if not isinstance(obj, dict):
-        raise Malformed(where, "graph must be a JSON object")
+    _fail_if(not isinstance(obj, dict), where, "graph must be a JSON object")
     _only(obj, "format version name world_size tensors inputs outputs nodes meta", where, "graph")
     if obj.get("format") != GRAPH_FORMAT or obj.get("version") != GRAPH_VERSION:
         raise Malformed(where, f"not a {GRAPH_FORMAT} version {GRAPH_VERSION} file "
                                f"(format={obj.get('format')!r}, version={obj.get('version')!r})")
     name = _need(obj, "name", str, where, "graph")
     world = _need(obj, "world_size", int, where, "graph")
-    if not 1 <= world <= MAX_WORLD:
-        raise Malformed(where, f"world_size {world} outside 1..{MAX_WORLD}")
+    _fail_if(not 1 <= world <= MAX_WORLD, where, f"world_size {world} outside 1..{MAX_WORLD}")
     tensors = {n: _tensor(n, t, world, where, limits) for n, t in _need(obj, "tensors", dict, where, "graph").items()}
     inputs, outputs = _names(obj, "inputs", tensors, where), _names(obj, "outputs", tensors, where)
     for n in inputs:
-        if tensors[n].role is None:
-            raise Malformed(where, f"input '{n}': missing 'role'")
+        _fail_if(tensors[n].role is None, where, f"input '{n}': missing 'role'")
         if tensors[n].is_int and tensors[n].dtype != "bool" and tensors[n].range is None:
             raise Malformed(where, f"input '{n}': integer inputs need a value 'range' [lo, hi)")
     nodes: dict[str, Node] = {}
     for i, raw in enumerate(_need(obj, "nodes", list, where, "graph")):
         node = _node(raw, i, tensors, world, where)
-        if node.name in nodes:
-            raise Malformed(where, f"duplicate node name '{node.name}'")
+        _fail_if(node.name in nodes, where, f"duplicate node name '{node.name}'")
         nodes[node.name] = node
     g = Graph(name, world, tensors, inputs, outputs, [])
     g.nodes, g.producer = _toposort(list(nodes.values()), inputs, where)
@@ -135,8 +135,7 @@ def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor
     what = f"tensor '{name}'"
     if not TENSOR_NAME.fullmatch(name) or len(name) > 200:
         raise Malformed(where, f"{what}: bad name (expected identifier, optionally @r<rank>)")
-    if not isinstance(t, dict):
-        raise Malformed(where, f"{what}: must be an object")
+    _fail_if(not isinstance(t, dict), where, f"{what}: must be an object")
     _only(t, "shape dtype rank role range", where, what)
     shape = _need(t, "shape", list, where, what)
     if len(shape) > 16 or any(not _is_int(d) or d < 0 for d in shape):
@@ -144,8 +143,7 @@ def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor
     if int(np.prod(shape, dtype=object)) > limits.max_elements * 64:
         raise LimitExceeded(f"{where}: {what} has shape {shape}, too large to check")
     dtype = _need(t, "dtype", str, where, what)
-    if dtype not in FLOAT_DTYPES + INT_DTYPES:
-        raise Malformed(where, f"{what}: unknown dtype '{dtype}'")
+    _fail_if(dtype not in FLOAT_DTYPES + INT_DTYPES, where, f"{what}: unknown dtype '{dtype}'")
     rank = _rank(t, world, where, what)
     if "@r" in name and int(name.rpartition("@r")[2]) != rank:
         raise Malformed(where, f"{what}: name says rank {name.rpartition('@r')[2]} but 'rank' is {rank}")
@@ -161,23 +159,19 @@ def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor
 def _names(obj: dict, key: str, tensors: dict, where: str) -> list[str]:
     names = _need(obj, key, list, where, "graph")
     for n in names:
-        if not isinstance(n, str) or n not in tensors:
-            raise Malformed(where, f"{key}: '{n}' is not a declared tensor")
-    if len(set(names)) != len(names):
-        raise Malformed(where, f"{key}: a tensor is listed twice")
+        _fail_if(not isinstance(n, str) or n not in tensors, where, f"{key}: '{n}' is not a declared tensor")
+    _fail_if(len(set(names)) != len(names), where, f"{key}: a tensor is listed twice")
     return names
 
 
 def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
     name = raw.get("name") if isinstance(raw, dict) else None
-    if not isinstance(name, str) or not name:
-        raise Malformed(where, f"node #{i}: missing 'name'")
+    _fail_if(not isinstance(name, str) or not name, where, f"node #{i}: missing 'name'")
     what = f"node '{name}'"
     _only(raw, "name target rank group inputs outputs attrs meta", where, what)
     target = _need(raw, "target", str, where, what)
     op = REGISTRY.get(target)
-    if op is None:
-        raise Malformed(where, f"{what}: unknown op '{target}' (not in the operator registry)")
+    _fail_if(op is None, where, f"{what}: unknown op '{target}' (not in the operator registry)")
     what = f"node '{name}' ({target})"
     ins, outs = _need(raw, "inputs", list, where, what), _need(raw, "outputs", list, where, what)
     for t in ins + outs:
@@ -186,32 +180,25 @@ def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
     if any(t is None for t in outs) or len(set(outs)) != len(outs):
         raise Malformed(where, f"{what}: outputs must be distinct tensors")
     attrs = raw.get("attrs", {})
-    if not isinstance(attrs, dict):
-        raise Malformed(where, f"{what}: 'attrs' must be an object")
+    _fail_if(not isinstance(attrs, dict), where, f"{what}: 'attrs' must be an object")
     for k in attrs:
-        if k not in op.attrs:
-            raise Malformed(where, f"{what}: unknown attribute '{k}'")
+        _fail_if(k not in op.attrs, where, f"{what}: unknown attribute '{k}'")
     for k, v in op.attrs.items():
-        if v is REQ and k not in attrs:
-            raise Malformed(where, f"{what}: missing attribute '{k}'")
+        _fail_if(v is REQ and k not in attrs, where, f"{what}: missing attribute '{k}'")
     node = Node(name, target, op, ins, outs, attrs)
     if op.collective:
-        if "rank" in raw:
-            raise Malformed(where, f"{what}: a collective names its 'group', not a 'rank'")
+        _fail_if("rank" in raw, where, f"{what}: a collective names its 'group', not a 'rank'")
         node.group = _group(raw, node, tensors, world, where, what)
         return node
-    if "group" in raw:
-        raise Malformed(where, f"{what}: only collectives have a 'group'")
+    _fail_if("group" in raw, where, f"{what}: only collectives have a 'group'")
     node.rank = _rank(raw, world, where, what)
     slots, n = op.slots, len(ins)
     required = sum(1 for s in slots if not s.endswith("?"))
-    if op.variadic and (n < 1 or None in ins):
-        raise Malformed(where, f"{what}: needs one or more input tensors")
+    _fail_if(op.variadic and (n < 1 or None in ins), where, f"{what}: needs one or more input tensors")
     if not op.variadic and not required <= n <= len(slots):
         raise Malformed(where, f"{what}: takes {required}..{len(slots)} inputs ({' '.join(slots)}), got {n}")
     for s, t in zip(slots if not op.variadic else [], ins):
-        if t is None and not s.endswith("?"):
-            raise Malformed(where, f"{what}: input '{s}' is required")
+        _fail_if(t is None and not s.endswith("?"), where, f"{what}: input '{s}' is required")
     for t in ins + outs:
         if t is not None and tensors[t].rank != node.rank:
             raise Malformed(where, f"{what}: tensor '{t}' lives on rank {tensors[t].rank}, "
@@ -223,8 +210,7 @@ def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: s
     group = _need(raw, "group", list, where, what)
     if any(not _is_int(r) or not 0 <= r < world for r in group):
         raise Malformed(where, f"{what}: group {group} has a rank outside the world of size {world}")
-    if len(set(group)) != len(group) or len(group) < 1:
-        raise Malformed(where, f"{what}: group {group} must list distinct ranks")
+    _fail_if(len(set(group)) != len(group) or len(group) < 1, where, f"{what}: group {group} must list distinct ranks")
     if node.op.p2p:
         if len(group) != 2 or len(node.inputs) != 1 or len(node.outputs) != 1:
             raise Malformed(where, f"{what}: send/recv needs group [src, dst], one input and one output")

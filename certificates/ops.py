@@ -27,6 +27,11 @@ class ShapeError(ValueError):
     """Operands or attributes that do not fit the operator."""
 
 
+def _fail_if(bad, msg: str) -> None:
+    if bad:
+        raise ShapeError(msg)
+
+
 @dataclass(frozen=True)
 class Op:
     target: str
@@ -67,16 +72,14 @@ def is_sym(a) -> bool:
 
 
 def _dim(d: int, n: int) -> int:
-    if not isinstance(d, int) or not -max(n, 1) <= d < max(n, 1):
-        raise ShapeError(f"dim {d} out of range for rank {n}")
+    _fail_if(not isinstance(d, int) or not -max(n, 1) <= d < max(n, 1), f"dim {d} out of range for rank {n}")
     return d % max(n, 1)
 
 
 def _dims(ds, n: int) -> list[int]:
     ds = [ds] if isinstance(ds, int) else list(ds or [])
     out = [_dim(d, n) for d in ds]
-    if len(set(out)) != len(out):
-        raise ShapeError(f"repeated dim in {ds}")
+    _fail_if(len(set(out)) != len(out), f"repeated dim in {ds}")
     return out
 
 
@@ -89,22 +92,18 @@ def _bcast(*shapes: Shape) -> Shape:
 
 def _ranks(shapes, *ranks):
     for s, r in zip(shapes, ranks):
-        if len(s) != r:
-            raise ShapeError(f"expected rank {r}, got shape {s}")
+        _fail_if(len(s) != r, f"expected rank {r}, got shape {s}")
     return shapes
 
 
 def _sizes(size, numel: int) -> Shape:
     size = list(size)
-    if size.count(-1) > 1 or any(not isinstance(s, int) or s < -1 for s in size):
-        raise ShapeError(f"bad size {size}")
+    _fail_if(size.count(-1) > 1 or any(not isinstance(s, int) or s < -1 for s in size), f"bad size {size}")
     if -1 in size:
         rest = math.prod(s for s in size if s != -1)
-        if rest == 0 or numel % rest:
-            raise ShapeError(f"cannot view {numel} elements as {size}")
+        _fail_if(rest == 0 or numel % rest, f"cannot view {numel} elements as {size}")
         size[size.index(-1)] = numel // rest
-    if math.prod(size) != numel:
-        raise ShapeError(f"cannot view {numel} elements as {size}")
+    _fail_if(math.prod(size) != numel, f"cannot view {numel} elements as {size}")
     return tuple(size)
 
 
@@ -198,21 +197,17 @@ def same(shapes, a):
 
 def _mm_shape(shapes, a, rank: int = 2):
     x, y = _ranks(shapes[-2:], rank, rank)
-    if x[:-2] != y[:-2] or x[-1] != y[-2]:
-        raise ShapeError(f"matrix product of {x} and {y}: dims differ")
+    _fail_if(x[:-2] != y[:-2] or x[-1] != y[-2], f"matrix product of {x} and {y}: dims differ")
     out = x[:-1] + y[-1:]
-    if len(shapes) == 3 and _bcast(shapes[0], out) != out:
-        raise ShapeError(f"addmm bias {shapes[0]} does not broadcast to {out}")
+    _fail_if(len(shapes) == 3 and _bcast(shapes[0], out) != out, f"addmm bias {shapes[0]} does not broadcast to {out}")
     return [out]
 
 
 def _matmul_shape(shapes, a):
     x, y = shapes
-    if not x or not y:
-        raise ShapeError("matmul of a 0-d tensor")
+    _fail_if(not x or not y, "matmul of a 0-d tensor")
     xs, ys = (1,) + x if len(x) == 1 else x, y + (1,) if len(y) == 1 else y
-    if xs[-1] != ys[-2]:
-        raise ShapeError(f"matmul of {x} and {y}: inner dims differ")
+    _fail_if(xs[-1] != ys[-2], f"matmul of {x} and {y}: inner dims differ")
     out = _bcast(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])
     if len(x) == 1:
         out = out[:-2] + out[-1:]
@@ -231,8 +226,7 @@ def _mm_rule(C, I, O, a, why) -> None:
 
 def _linear_shape(shapes, a):
     x, w = shapes[0], shapes[1]
-    if len(w) != 2 or not x or x[-1] != w[1]:
-        raise ShapeError(f"linear of input {x} and weight {w}")
+    _fail_if(len(w) != 2 or not x or x[-1] != w[1], f"linear of input {x} and weight {w}")
     out = x[:-1] + (w[0],)
     if len(shapes) > 2 and shapes[2] is not None and _bcast(shapes[2], out) != out:
         raise ShapeError(f"linear bias {shapes[2]} does not fit {out}")
@@ -305,8 +299,7 @@ def _pow(x, a):
     e = a["exponent"]
     if e in (0.5, -0.5):
         return _sqrt(x) if e > 0 else 1 / _sqrt(x)
-    if not isinstance(e, (int, float)) or int(e) != e:
-        raise ShapeError(f"pow with exponent {e!r} is not supported")
+    _fail_if(not isinstance(e, (int, float)) or int(e) != e, f"pow with exponent {e!r} is not supported")
     return x ** int(e) if not is_sym(x) else np.frompyfunc(lambda v: v ** int(e), 1, 1)(x)
 
 
@@ -330,8 +323,7 @@ _unary("aten.pow.Tensor_Scalar", _pow, {"exponent": REQ})
 
 
 def _where(c, x, y):
-    if is_sym(c):
-        raise ShapeError("where() on a real-valued (symbolic) condition is not supported")
+    _fail_if(is_sym(c), "where() on a real-valued (symbolic) condition is not supported")
     return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
 
 
@@ -422,8 +414,7 @@ def _permute(targets: str, attrs: dict | None, perm: Callable) -> None:
 
 def _perm(a, n):
     p = _dims(a["dims"], n)
-    if len(p) != n:
-        raise ShapeError(f"permutation {a['dims']} of rank {n}")
+    _fail_if(len(p) != n, f"permutation {a['dims']} of rank {n}")
     return p
 
 
@@ -435,8 +426,7 @@ def _swap(a, n):
 
 
 def _reverse(a, n):
-    if n > 2:
-        raise ShapeError(f"t() of rank {n}")
+    _fail_if(n > 2, f"t() of rank {n}")
     return list(range(n))[::-1]
 
 
@@ -447,12 +437,10 @@ _permute("aten.t.default", None, _reverse)
 
 def _expand_shape(shapes, a):
     s, size = shapes[0], list(a["size"])
-    if len(size) < len(s):
-        raise ShapeError(f"expand {s} to fewer dims {size}")
+    _fail_if(len(size) < len(s), f"expand {s} to fewer dims {size}")
     pad = (1,) * (len(size) - len(s)) + tuple(s)
     out = tuple(p if n == -1 else n for p, n in zip(pad, size))
-    if any(p != 1 and p != n for p, n in zip(pad, out)):
-        raise ShapeError(f"cannot expand {s} to {size}")
+    _fail_if(any(p != 1 and p != n for p, n in zip(pad, out)), f"cannot expand {s} to {size}")
     return [out]
 
 
@@ -484,8 +472,7 @@ op("aten.squeeze.dim aten.squeeze.dims aten.squeeze.default", "self", {"dim": No
 
 def _slice_index(s, a):
     d, step = _dim(a["dim"], len(s)), a.get("step", 1)
-    if not isinstance(step, int) or step < 1:
-        raise ShapeError(f"slice step {step!r}")
+    _fail_if(not isinstance(step, int) or step < 1, f"slice step {step!r}")
     idx = [slice(None)] * len(s)
     idx[d] = slice(a.get("start"), a.get("end"), step)
     return tuple(idx)
@@ -519,8 +506,7 @@ def _slice_rule(C, I, O, a, why) -> None:
 def _select_shape(shapes, a):
     s = shapes[0]
     d = _dim(a["dim"], len(s))
-    if not -s[d] <= a["index"] < s[d]:
-        raise ShapeError(f"index {a['index']} out of range on dim {d} of {s}")
+    _fail_if(not -s[d] <= a["index"] < s[d], f"index {a['index']} out of range on dim {d} of {s}")
     return [s[:d] + s[d + 1:]]
 
 
@@ -541,8 +527,7 @@ op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape, a
 
 def _cat_shape(shapes, a):
     shapes = [s for s in shapes if s != (0,)] or shapes  # legacy empty tensors are skipped, as in ATen
-    if not shapes:
-        raise ShapeError("cat of no tensors")
+    _fail_if(not shapes, "cat of no tensors")
     d = _dim(a["dim"], len(shapes[0]))
     for s in shapes:
         if len(s) != len(shapes[0]) or any(x != y for i, (x, y) in enumerate(zip(s, shapes[0])) if i != d):
@@ -568,8 +553,7 @@ def _split_sizes(s, a) -> list[int]:
         if "chunks" in a and s[d] == 0:  # ATen: that many empty chunks
             return [0] * a["chunks"]
         n = a["split_size"] if "split_size" in a else -(-s[d] // a["chunks"])
-        if not isinstance(n, int) or n < 1:
-            raise ShapeError(f"split size {n!r}")
+        _fail_if(not isinstance(n, int) or n < 1, f"split size {n!r}")
         sizes = [min(n, s[d] - i) for i in range(0, s[d], n)] or [0]
     if sum(sizes) != s[d] or any(not isinstance(x, int) or x < 0 for x in sizes):
         raise ShapeError(f"split sizes {sizes} do not cover dim {d} of {s}")
@@ -614,8 +598,7 @@ def _pad_widths(s, a):
     widths = [(0, 0)] * len(s)
     for i in range(len(pad) // 2):
         widths[len(s) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    if any(lo < 0 or hi < 0 for lo, hi in widths):
-        raise ShapeError("negative padding is not supported")
+    _fail_if(any(lo < 0 or hi < 0 for lo, hi in widths), "negative padding is not supported")
     return widths
 
 
@@ -642,10 +625,8 @@ op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0}, axes=_pad_r
 
 def _embedding(xs, a):
     w, idx = xs
-    if is_sym(idx) or idx.dtype.kind not in "iu":
-        raise ShapeError("embedding indices must be integer tensors")
-    if idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]):
-        raise ShapeError(f"embedding index out of range [0, {w.shape[0]})")
+    _fail_if(is_sym(idx) or idx.dtype.kind not in "iu", "embedding indices must be integer tensors")
+    _fail_if(idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]), f"embedding index out of range [0, {w.shape[0]})")
     return [w[idx]]
 
 
@@ -682,8 +663,7 @@ op("aten.ones.default", "", {"size": REQ, "dtype": None}, **_CREATE)(lambda xs, 
 
 def _norm_axes(s, a) -> tuple[int, ...]:
     ns = tuple(a["normalized_shape"])
-    if not ns or tuple(s[len(s) - len(ns):]) != ns:
-        raise ShapeError(f"normalized_shape {list(ns)} does not end shape {s}")
+    _fail_if(not ns or tuple(s[len(s) - len(ns):]) != ns, f"normalized_shape {list(ns)} does not end shape {s}")
     return tuple(range(len(s) - len(ns), len(s)))
 
 
@@ -741,23 +721,18 @@ def _reduction(loss, weight, r: int):
 
 def _nll_shape(shapes, a):
     x, t = shapes[0], shapes[1]
-    if len(x) not in (1, 2) or tuple(t) != tuple(x[:-1]):
-        raise ShapeError(f"nll_loss of input {x} and target {t}")
+    _fail_if(len(x) not in (1, 2) or tuple(t) != tuple(x[:-1]), f"nll_loss of input {x} and target {t}")
     return [tuple(t) if a["reduction"] == 0 else (), ()]
 
 
 def _nll_forward(xs, a):
     logp, target = xs[0], xs[1]
-    if len(xs) > 2 and xs[2] is not None:
-        raise ShapeError("class weights are not supported")
-    if is_sym(target) or target.dtype.kind not in "iu":
-        raise ShapeError("loss targets must be integer tensors")
-    if logp.ndim not in (1, 2):
-        raise ShapeError(f"nll_loss input of rank {logp.ndim}")
+    _fail_if(len(xs) > 2 and xs[2] is not None, "class weights are not supported")
+    _fail_if(is_sym(target) or target.dtype.kind not in "iu", "loss targets must be integer tensors")
+    _fail_if(logp.ndim not in (1, 2), f"nll_loss input of rank {logp.ndim}")
     lp, t = logp.reshape(-1, logp.shape[-1]), target.reshape(-1)
     keep = t != a["ignore_index"]
-    if np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])):
-        raise ShapeError("loss target out of range")
+    _fail_if(np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])), "loss target out of range")
     zero = Rat.of(0) if is_sym(lp) else 0.0
     loss = np.array([-lp[i, t[i]] if keep[i] else zero for i in range(len(t))],
                     dtype=object if is_sym(lp) else float).reshape(target.shape)
@@ -767,8 +742,7 @@ def _nll_forward(xs, a):
 
 
 def _cross_entropy(xs, a):
-    if a["label_smoothing"]:
-        raise ShapeError("label smoothing is not supported")
+    _fail_if(a["label_smoothing"], "label smoothing is not supported")
     return _nll_forward([_softmax(xs[0], xs[0].ndim - 1, True)] + list(xs[1:]), a)[:1]
 
 
@@ -793,8 +767,7 @@ REDUCE_OPS = ("sum", "avg", "max", "min")
 
 
 def _reduce_all(xs, how: str):
-    if how not in REDUCE_OPS:
-        raise ShapeError(f"reduce_op {how!r} (expected one of {', '.join(REDUCE_OPS)})")
+    _fail_if(how not in REDUCE_OPS, f"reduce_op {how!r} (expected one of {', '.join(REDUCE_OPS)})")
     if how == "min":
         return -_reduce_all([-x for x in xs], "max")
     if how == "max":
@@ -807,15 +780,13 @@ def _reduce_all(xs, how: str):
 
 
 def _same_shapes(shapes):
-    if any(s != shapes[0] for s in shapes):
-        raise ShapeError(f"group members disagree on shape: {shapes}")
+    _fail_if(any(s != shapes[0] for s in shapes), f"group members disagree on shape: {shapes}")
     return shapes[0]
 
 
 def _rs_shape(s, a):
     s0 = _same_shapes(s)
-    if not s0 or s0[0] % len(s):
-        raise ShapeError(f"reduce_scatter of {s0} over {len(s)} ranks: dim 0 does not divide")
+    _fail_if(not s0 or s0[0] % len(s), f"reduce_scatter of {s0} over {len(s)} ranks: dim 0 does not divide")
     return [(s0[0] // len(s),) + s0[1:]] * len(s)
 
 
@@ -826,8 +797,7 @@ def _gather_rule(C, I, O, a, why) -> None:
 
 def _a2a_sizes(n0: int, sizes, w: int) -> list[int]:
     if sizes is None:
-        if n0 % w:
-            raise ShapeError(f"all_to_all of dim {n0} over {w} ranks: does not divide")
+        _fail_if(n0 % w, f"all_to_all of dim {n0} over {w} ranks: does not divide")
         return [n0 // w] * w
     if len(sizes) != w or sum(sizes) != n0 or any(not isinstance(x, int) or x < 0 for x in sizes):
         raise ShapeError(f"split sizes {sizes} do not cover dim {n0} over {w} ranks")
@@ -838,8 +808,7 @@ def _a2a_plan(shapes, a):
     """Per rank: the input split sizes and output split sizes of every member."""
     w = len(shapes)
     ins, outs = a["input_split_sizes"] or [None] * w, a["output_split_sizes"] or [None] * w
-    if len(ins) != w or len(outs) != w:
-        raise ShapeError("all_to_all split sizes need one list per group member")
+    _fail_if(len(ins) != w or len(outs) != w, "all_to_all split sizes need one list per group member")
     i_sz = [_a2a_sizes(s[0], ins[r], w) if s else _a2a_sizes(0, [], w) for r, s in enumerate(shapes)]
     o_sz = [[i_sz[j][r] for j in range(w)] for r in range(w)]
     for r in range(w):
@@ -868,8 +837,7 @@ def _a2a_rule(C, I, O, a, why) -> None:
 
 
 def _src(a) -> int:
-    if a["src"] not in a["_group"]:
-        raise ShapeError(f"broadcast source {a['src']} is not in the group {a['_group']}")
+    _fail_if(a["src"] not in a["_group"], f"broadcast source {a['src']} is not in the group {a['_group']}")
     return a["_group"].index(a["src"])
 
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .ops import (REQ, ShapeError, _dim, _ew_rule, _lift, _loss_rule, _map, _norm_axes, _norm_rule, _scalar, _sigmoid,
+from .ops import (REQ, ShapeError, _dim, _ew_rule, _fail_if, _lift, _loss_rule, _map, _norm_axes, _norm_rule, _scalar, _sigmoid,
                   is_sym, op, to_fraction)
 from .poly import NUMERIC, Rat
 
@@ -37,8 +37,7 @@ _dgelu_tanh = _map("gelu_tanh_grad", np.vectorize(_gelu_tanh_grad, otypes=[float
 
 
 def _same2(shapes, a):
-    if tuple(shapes[0]) != tuple(shapes[1]):
-        raise ShapeError(f"gradient {shapes[0]} and input {shapes[1]} differ in shape")
+    _fail_if(tuple(shapes[0]) != tuple(shapes[1]), f"gradient {shapes[0]} and input {shapes[1]} differ in shape")
     return [shapes[0]]
 
 
@@ -75,8 +74,7 @@ def _softmax_backward(xs, a):
 def _ln_bwd_shape(shapes, a):
     g, x = shapes[0], shapes[1]
     _norm_axes(x, a)
-    if tuple(g) != tuple(x):
-        raise ShapeError(f"layer_norm gradient {g} vs input {x}")
+    _fail_if(tuple(g) != tuple(x), f"layer_norm gradient {g} vs input {x}")
     ns = tuple(a["normalized_shape"])
     return [tuple(x), ns, ns]
 
@@ -115,16 +113,13 @@ def _emb_bwd_rule(C, I, O, a, why) -> None:
     {"num_weights": REQ, "padding_idx": -1, "scale_grad_by_freq": False}, shape=_emb_bwd_shape, axes=_emb_bwd_rule)
 def _embedding_backward(xs, a):
     g, idx = xs
-    if is_sym(idx) or idx.dtype.kind not in "iu":
-        raise ShapeError("embedding indices must be integer tensors")
-    if a["scale_grad_by_freq"]:
-        raise ShapeError("scale_grad_by_freq is not supported")
+    _fail_if(is_sym(idx) or idx.dtype.kind not in "iu", "embedding indices must be integer tensors")
+    _fail_if(a["scale_grad_by_freq"], "scale_grad_by_freq is not supported")
     rows = g.reshape(-1, g.shape[-1])
     out = np.full((a["num_weights"], g.shape[-1]), Rat.of(0) if is_sym(g) else 0.0,
                   dtype=object if is_sym(g) else float)
     for i, k in enumerate(idx.reshape(-1).tolist()):
-        if not 0 <= k < a["num_weights"]:
-            raise ShapeError(f"embedding index {k} out of range [0, {a['num_weights']})")
+        _fail_if(not 0 <= k < a["num_weights"], f"embedding index {k} out of range [0, {a['num_weights']})")
         if k != a["padding_idx"]:
             out[k] = out[k] + rows[i]
     return [out]
@@ -132,8 +127,7 @@ def _embedding_backward(xs, a):
 
 def _nll_bwd_shape(shapes, a):
     x, t = shapes[1], shapes[2]
-    if len(x) not in (1, 2) or tuple(t) != tuple(x[:-1]):
-        raise ShapeError(f"nll_loss_backward of input {x} and target {t}")
+    _fail_if(len(x) not in (1, 2) or tuple(t) != tuple(x[:-1]), f"nll_loss_backward of input {x} and target {t}")
     return [tuple(x)]
 
 
@@ -141,18 +135,15 @@ def _nll_bwd_shape(shapes, a):
     {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape, axes=_loss_rule(ref=1))
 def _nll_backward(xs, a):
     g, x, t, w, tw = xs
-    if w is not None:
-        raise ShapeError("class weights are not supported")
-    if is_sym(t) or t.dtype.kind not in "iu":
-        raise ShapeError("loss targets must be integer tensors")
+    _fail_if(w is not None, "class weights are not supported")
+    _fail_if(is_sym(t) or t.dtype.kind not in "iu", "loss targets must be integer tensors")
     sym = is_sym(x) or is_sym(g)
     out = np.full(x.shape, Rat.of(0) if sym else 0.0, dtype=object if sym else float).reshape(-1, x.shape[-1])
     g0 = g.reshape(-1)
     for i, k in enumerate(t.reshape(-1).tolist()):
         if k == a["ignore_index"]:
             continue
-        if not 0 <= k < x.shape[-1]:
-            raise ShapeError("loss target out of range")
+        _fail_if(not 0 <= k < x.shape[-1], "loss target out of range")
         out[i, k] = -(g0[i] if a["reduction"] == 0 else g0[0] / tw.reshape(-1)[0] if a["reduction"] == 1
                       else g0[0])
     return [out.reshape(x.shape)]
