@@ -109,11 +109,8 @@ def _sizes(size, numel: int) -> Shape:
 
 def _scalar(v):
     """An attribute scalar as an exact rational (ints and bools stay ints)."""
-    if isinstance(v, (bool, int)):
-        return int(v)
-    if isinstance(v, float):
-        return to_fraction(v)
-    raise ShapeError(f"expected a number, got {v!r}")
+    _fail_if(not isinstance(v, (bool, int, float)), f"expected a number, got {v!r}")
+    return int(v) if isinstance(v, (bool, int)) else to_fraction(v)
 
 
 def _lift(a: np.ndarray, c):
@@ -189,10 +186,6 @@ def _loss_rule(ref: int = 0, classes: bool = True) -> Callable:
     return rule
 
 
-def same(shapes, a):
-    return [shapes[0]]
-
-
 # ---------------------------------------------------------------- matrix products
 
 def _mm_shape(shapes, a, rank: int = 2):
@@ -262,17 +255,11 @@ def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False)
         shape=lambda s, a: [_bcast(*s)] if len(s) == 2 else [s[0]])
     def run(xs, a):
         x = xs[0]
-        if len(xs) == 2:
-            o = xs[1]
-        elif a.get("other") is None:
-            raise ShapeError("needs a tensor or a scalar 'other'")
-        else:
-            o = _lift(x, _scalar(a["other"]))
+        _fail_if(len(xs) < 2 and a.get("other") is None, "needs a tensor or a scalar 'other'")
+        o = xs[1] if len(xs) == 2 else _lift(x, _scalar(a["other"]))
         if alpha and a["alpha"] != 1:  # alpha scales the subtrahend: self for rsub, other otherwise
-            if rsub:
-                x = x * _lift(x, _scalar(a["alpha"]))
-            else:
-                o = o * _lift(xs[0], _scalar(a["alpha"]))
+            k = _lift(x, _scalar(a["alpha"]))
+            x, o = (x * k, o) if rsub else (x, o * k)
         return [np.asarray(fn(x, o))]
 
 
@@ -292,7 +279,7 @@ _binary("aten.bitwise_and.Tensor", lambda x, y: _concrete(np.bitwise_and, x, y))
 
 
 def _unary(targets: str, fn: Callable, attrs: dict | None = None) -> None:
-    op(targets, "self", attrs, shape=same, axes=_ew_rule)(lambda xs, a: [np.asarray(fn(xs[0], a))])
+    op(targets, "self", attrs, shape=lambda s, a: [s[0]], axes=_ew_rule)(lambda xs, a: [np.asarray(fn(xs[0], a))])
 
 
 def _pow(x, a):

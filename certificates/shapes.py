@@ -1,22 +1,13 @@
-"""Shape reduction, re-checked: a claimed divisor per tensor axis, justified or rejected.
+"""Shape reduction, re-checked: a claimed divisor per tensor axis (1: full size), justified or rejected.
 
-A reduction divides every axis of the spec and impl graphs by a divisor (1: full size).
-``constraints`` reads from the FULL graphs and relations, with the checker's own rules
-(each operator's ``axes`` rule in ops.py), what any reduction must respect
-(docs/stages.md maps them to agda/ShapeReduction):
-
-* ties: axes indexed together (elementwise operands, contraction dims, cat/split/slice/pad
-  axes, collective pieces, concat pieces of a relation) take one divisor;
-* pins: axes that keep full size: sizes that enter values (mean, layer/rms norm, mean
-  losses), axes indexed by integer values (embedding tables, loss classes), ``select``,
-  strided slices, chunk counts that do not divide, and every axis of an op without a rule;
-* scaled: constants counted along an axis (slice/narrow offsets, split sizes, pads,
-  all_to_all splits) must be divisible by that axis' divisor and are divided by it;
-* groups: the axes one reshape merges or splits: at most one reduced axis on each side.
-
-``reduce`` checks a claimed reduction against them, plus divisibility and at least 2
-elements on every reduced axis, rewrites shapes and size-carrying attributes, and
-re-validates the reduced graphs and relations (registry shape rules).
+``constraints`` reads from the FULL graphs and relations, by each operator's ``axes`` rule (ops.py),
+what any reduction must respect (docs/stages.md maps them to agda/ShapeReduction): *ties* (axes
+indexed together take one divisor), *pins* (axes whose size enters values or that are indexed by
+integer values keep full size; so does every axis of an op without a rule), *scaled* constants
+(offsets, split sizes, pads along an axis: divisible by its divisor, and divided) and reshape
+*groups* (at most one reduced axis on each side). ``reduce`` checks a claim against them (and at
+least 2 elements left on every reduced axis), rewrites shapes and size-carrying attributes, and
+re-validates the reduced graphs and relations.
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ from . import terms
 from .errors import Malformed
 from .graph import Graph, parse_graph
 from .limits import Limits
-from .ops import _dim
+from .ops import _dim, _perm, _swap
 from .refinement import Relation, parse_relation
 
 Axis = tuple[str, str, int]  # (side "spec" | "impl" | "term", tensor or term path, axis)
@@ -116,12 +107,6 @@ def _axes(side: str, name: str, n: int) -> list[Axis]:
     return [(side, name, k) for k in range(n)]
 
 
-def _swap(n: int, i: int, j: int) -> list[int]:
-    p = list(range(n))
-    p[i], p[j] = p[j], p[i]
-    return p
-
-
 def _term(C: Constraints, t: terms.Term, path: str, shape) -> list[Axis]:
     """Axes of a clean expression's value: leaves are impl axes, every call makes new ones."""
     if isinstance(t, terms.Ref):
@@ -135,9 +120,7 @@ def _term(C: Constraints, t: terms.Term, path: str, shape) -> list[Axis]:
         C.reshape(x, out, f"{path}: {t}")
         C.resize("shape", out)
     elif t.fn in ("permute", "transpose"):
-        perm = ([_dim(d, len(x)) for d in kw["dims"]] if t.fn == "permute"
-                else _swap(len(x), _dim(kw["dim0"], len(x)), _dim(kw["dim1"], len(x))))
-        C.tie_all([x[p] for p in perm], out)
+        C.tie_all([x[p] for p in (_perm if t.fn == "permute" else _swap)(kw, len(x))], out)
     else:
         for y in args:
             C.tie_all(y, out)
