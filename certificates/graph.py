@@ -229,16 +229,16 @@ def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: s
 
 def _toposort(nodes: list[Node], inputs: list[str], where: str) -> tuple[list[Node], dict[str, Node]]:
     """Nodes in a depth-first topological order, and each tensor's producer."""
-    inputs_, producer = set(inputs), {}
+    given, producer = set(inputs), {}
     for node in nodes:
         for t in node.outputs:
-            if t in producer or t in inputs_:
+            if t in producer or t in given:
                 raise Malformed(where, f"node '{node.name}': tensor '{t}' is already "
-                                       f"{'a graph input' if t in inputs_ else 'produced by ' + repr(producer[t].name)}")
+                                       f"{'a graph input' if t in given else 'produced by ' + repr(producer[t].name)}")
             producer[t] = node
     for node in nodes:
         for t in node.inputs:
-            if t is not None and t not in producer and t not in inputs_:
+            if t is not None and t not in producer and t not in given:
                 raise Malformed(where, f"node '{node.name}': input '{t}' is dangling "
                                        "(neither a graph input nor produced by a node)")
     deps = {n.name: sorted({producer[t].name for t in n.inputs if t in producer}) for n in nodes}

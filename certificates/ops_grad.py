@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .ops import (REQ, ShapeError, _dim, _ew_rule, _fail_if, _lift, _loss_rule, _map, _norm_axes, _norm_rule, _scalar, _sigmoid,
-                  is_sym, op, to_fraction)
+from .ops import (REQ, ShapeError, _dim, _ew_rule, _fail_if, _lift, _loss_rule, _map, _norm_axes, _norm_rule,
+                  _scalar, _sigmoid, is_sym, op, to_fraction)
 from .poly import NUMERIC, Rat
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -48,9 +48,7 @@ _EW = {"shape": _same2, "axes": _ew_rule}
 def _threshold_backward(xs, a):
     g, x = xs
     t = _lift(x, _scalar(a["threshold"]))
-    if not is_sym(x):
-        return [np.where(x > t, g, 0.0 * g)]
-    return [g * _step(x - t)]
+    return [g * _step(x - t)] if is_sym(x) else [np.where(x > t, g, 0.0 * g)]
 
 
 op("aten.gelu_backward.default", "grad_output self", {"approximate": "none"}, **_EW)(
