@@ -1,32 +1,23 @@
 """The checker's own PTX interpreter: replay one CTA along a certified schedule.
 
-Written apart from the engine's executor (``verifier/kernels/exec.py``); only the
-parser (``ptx.py``) and the normal form (``poly.py``) are shared. Semantics
-(docs/kernels.md): integer and address arithmetic concrete; floats symbolic over the
-reals (rounding ignored, ``cvt`` between float types the identity, ``ex2(y) =
-exp(y * LN2)`` with the f32 constant ``0f3FB8AA3B`` read as ``1 / LN2``); ``max``,
-``sqrt``, ``log`` atoms.
-
-Schedule events (JSON lists), executed in order:
-
-* ``["run", lo, hi]``: threads ``lo..hi`` in turn, each until it blocks or exits;
-* ``["bar", id, count | null, [[lo, hi], ...]]``: release barrier ``id`` for exactly
-  those threads (``count`` of them, all when null), each blocked there;
-* ``["warp", w, mask]``: release the lanes ``mask`` of warp ``w``, all blocked at the
-  same warp collective (``bar.warp.sync`` / ``shfl`` / ``vote`` / ``ldmatrix`` /
-  ``mma`` / ``wmma``); only ``bar.warp.sync`` orders memory.
-
-The schedule must end with every thread exited. Memory: per byte of shared memory and
-of each output tensor, the last write and per thread the last read since; every
-access of another thread to the byte is a conflict, which must be ordered by vector
-clocks (joined at barriers), else it is a race. Each ordered conflict has a class
-``[space, RAW|WAR|WAW, first pc, second pc, pc of the first barrier the first thread
-passed after its access]``; the set of classes is the memory-event witness.
+Written apart from the engine's executor, sharing only the parser and the normal form
+(docs/kernels.md): integers and addresses concrete; floats symbolic over the reals
+(rounding ignored, ``ex2(y) = exp(y * LN2)``, the f32 constant ``0f3FB8AA3B`` read as
+``1 / LN2``). Schedule events: ``["run", lo, hi]`` runs threads lo..hi in turn, each
+until it blocks or exits; ``["bar", id, count | null, [[lo, hi], ...]]`` releases
+barrier ``id`` for exactly those threads; ``["warp", w, mask]`` releases lanes ``mask``
+of warp ``w`` at one collective (``bar.warp.sync``, which alone orders memory, ``shfl``,
+``vote``, ``ldmatrix``, ``mma``, ``wmma``). All threads must end exited. Per byte of
+shared and output memory the last write and each thread's last read are kept; an
+access by another thread is a conflict that vector clocks (joined at barriers) must
+order, else a race. The witness is the set of conflict classes ``[space, RAW|WAR|WAW,
+first pc, second pc, pc of the first barrier the first thread passed after its access]``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import operator as opr
 import struct
 from fractions import Fraction
 from functools import lru_cache
@@ -34,15 +25,40 @@ from functools import lru_cache
 from .errors import CheckError, Malformed, Rejected, Unsupported
 from .limits import Limits
 from .poly import ATOMS, Poly, Rat, apply, intern_expo
-from .ptx import FImm, Imm, Kernel, Mem, Pair, Reg, Sym, Vec, parse
+from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec, parse
 from .solve import decide
 
 LN2 = apply("log", 2)
-INV_LN2 = Rat.of(1) / LN2
-SHARED_BASE, GLOBAL_BASE, GLOBAL_STRIDE = 0x1000, 1 << 40, 1 << 32
+ONE = Rat.of(1)
+INV_LN2 = ONE / LN2
+SHARED_BASE, GLOBAL_BASE, GLOBAL_STRIDE, ALL = 0x1000, 1 << 40, 1 << 32, 0xFFFFFFFF
 FLOATS = {"f16", "f32", "f64", "bf16"}
 LDMATRIX = {f"ldmatrix.sync.aligned.m8n8.{x}{t}.shared.b16" for x in ("x1", "x2", "x4") for t in ("", ".trans")}
 MMA = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+SPACES = ("global", "shared", "param", "local", "const")
+
+
+def fabs(x: Rat) -> Rat:
+    return apply("max", x, -x) if x.constant() is None else Rat.of(abs(x.constant()))
+
+
+FLOAT_OPS = {  # over the operands' values f
+    "add": lambda f: f[0] + f[1], "sub": lambda f: f[0] - f[1], "mul": lambda f: f[0] * f[1],
+    "fma": lambda f: f[0] * f[1] + f[2], "mad": lambda f: f[0] * f[1] + f[2], "div": lambda f: f[0] / f[1],
+    "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "abs": lambda f: fabs(f[0]),
+    "max": lambda f: apply("max", *f), "min": lambda f: -apply("max", *[-x for x in f]),
+    "ex2": lambda f: apply("exp", f[0] * LN2), "lg2": lambda f: apply("log", f[0]) / LN2,
+    "sqrt": lambda f: apply("sqrt", f[0]), "rsqrt": lambda f: ONE / apply("sqrt", f[0])}
+PRED_OPS = {"and": lambda v: v[0] and v[1], "or": lambda v: v[0] or v[1], "xor": lambda v: v[0] != v[1],
+            "not": lambda v: not v[0]}
+UNARY_OPS = {  # over a, its width n and mask m
+    "not": lambda a, n, m: ~a, "neg": lambda a, n, m: -a, "abs": lambda a, n, m: abs(a),
+    "popc": lambda a, n, m: bin(a & m).count("1"), "clz": lambda a, n, m: n - (a & m).bit_length(),
+    "brev": lambda a, n, m: int(format(a & m, f"0{n}b")[::-1], 2)}
+BINARY_OPS = {"add": opr.add, "sub": opr.sub, "min": min, "max": max, "and": opr.and_, "or": opr.or_, "xor": opr.xor}
+COMPARE = {"eq": opr.eq, "ne": opr.ne, "lt": opr.lt, "le": opr.le, "gt": opr.gt, "ge": opr.ge,
+           "lo": opr.lt, "ls": opr.le, "hi": opr.gt, "hs": opr.ge}
+COMBINE = {"and": lambda r, c: r and c, "or": lambda r, c: r or c, "xor": lambda r, c: r != c}
 
 
 class Packed(tuple):
@@ -62,11 +78,18 @@ def wrap(v: int, t: str) -> int:
 def float_of_bits(b: int, width: int) -> Rat:
     if width == 32 and b == 0x3FB8AA3B:
         return INV_LN2
-    fmt = {16: ("<e", "<H", 0xFFFF), 32: ("<f", "<I", 0xFFFFFFFF)}.get(width, ("<d", "<Q", 2**64 - 1))
+    fmt = {16: ("<e", "<H", 0xFFFF), 32: ("<f", "<I", ALL)}.get(width, ("<d", "<Q", 2**64 - 1))
     f = struct.unpack(fmt[0], struct.pack(fmt[1], b & fmt[2]))[0]
     if f != f or f in (float("inf"), float("-inf")):
         raise Unsupported(f"non-finite float constant {b:#x}")
     return Rat.of(Fraction(f))
+
+
+def typed(v, ty: str):
+    """A loaded or stored value as type ``ty``: raw integers become floats or wrap."""
+    if type(v) is not int:
+        return v
+    return float_of_bits(v, bits(ty)) if ty in FLOATS else wrap(v, ty)
 
 
 def wmma_ok(p: list[str]) -> bool:
@@ -79,7 +102,21 @@ def wmma_ok(p: list[str]) -> bool:
     return p[1] == "mma" and p[-2:] == ["f32", "f32"]
 
 
+def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
+    """``acc + sum_k A[i, k] B[k, j]`` over k < 16, in order."""
+    for k in range(16):
+        acc = acc + A[i, k] * B[k, j]
+    return acc
+
+
+def mma_acc(g: int, q: int) -> tuple:
+    """The accumulator elements (i, j) of an m16n8 fragment in lane ``4 g + q``."""
+    return (g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1)
+
+
 class Th:
+    """One thread: registers, program counter, state (run / block / exit), vector clock."""
+
     __slots__ = ("lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs")
 
     def __init__(self, lin: int, block, cta, grid, n: int) -> None:
@@ -127,14 +164,21 @@ class Replay:
         if not 0 < self.n <= 1024:
             raise Rejected(f"{k.name}: block of {self.n} threads")
         self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
-        self.smem: dict[int, tuple] = {}
+        self.smem: dict[int, tuple] = {}      # address -> (value, width)
         self.gmem: dict[int, object] = {}
         self.shadow: dict[tuple, list] = {}   # (space, byte) -> [last write, {tid: last read}]
         self.witness: set[tuple] = set()
 
+    def err(self, th: Th, ins: Instr, msg: str) -> Rejected:
+        return Rejected(f"{self.k.file}:{ins.line}: thread {th.lin}: {msg} in `{ins.text}`")
+
+    def unsupported(self, ins: Instr, msg: str) -> Unsupported:
+        return Unsupported(f"{self.k.file}:{ins.line}: {msg} in `{ins.text}`")
+
     # -------------------------------------------------------------- schedule
 
     def run(self, schedule: list) -> dict[str, object]:
+        """Replay ``schedule``; the values written to output tensors, by element."""
         for i, ev in enumerate(schedule):
             where = f"schedule event #{i}"
             if not isinstance(ev, list) or not ev or ev[0] not in ("run", "bar", "warp"):
@@ -147,17 +191,13 @@ class Replay:
             elif ev[0] == "bar" and len(ev) == 4:
                 self.bar(ev[1], ev[2], ev[3], where)
             elif ev[0] == "warp" and len(ev) == 3 and type(ev[1]) is int and type(ev[2]) is int:
-                self.warp_release(ev[1], ev[2], where)
+                self.warp(ev[1], ev[2], where)
             else:
                 raise Rejected(f"{where}: malformed {ev[0]} event")
         left = [t.lin for t in self.th if t.state != "exit"]
         if left:
             raise Rejected(f"the schedule ends with thread {left[0]} not exited ({len(left)} in all)")
-        out = {}
-        for addr, v in self.gmem.items():
-            name, i, _, _ = self.tensor(addr)
-            out[f"{name}[{i}]"] = v
-        return out
+        return {f"{self.tensor(a)[0]}[{self.tensor(a)[1]}]": v for a, v in self.gmem.items()}
 
     def bar(self, bid, cnt, ranges, where: str) -> None:
         members: list[int] = []
@@ -168,16 +208,12 @@ class Replay:
         want = self.n if cnt is None else cnt
         if len(members) != want or len(set(members)) != want:
             raise Rejected(f"{where}: barrier {bid} released for {len(members)} threads, needs {want}")
-        group = []
         for t in members:
             if not 0 <= t < self.n or self.th[t].wait != ("bar", bid, cnt):
                 raise Rejected(f"{where}: thread {t} is not waiting at barrier {bid} (count {cnt})")
-            group.append(self.th[t])
-        self.sync(group)
-        for t in group:
-            t.state, t.wait, t.pc = "run", None, t.pc + 1
+        self.release([self.th[t] for t in members], self.sync)
 
-    def warp_release(self, w: int, mask: int, where: str) -> None:
+    def warp(self, w: int, mask: int, where: str) -> None:
         group = [self.th[w * 32 + i] for i in range(32) if mask >> i & 1 and w * 32 + i < self.n]
         if not group or w < 0:
             raise Rejected(f"{where}: no threads in warp {w} mask {mask:#x}")
@@ -187,14 +223,15 @@ class Replay:
         for t in group:
             if t.wait != kind or (kind[0] != "wsync" and t.pc != pc):
                 raise Rejected(f"{where}: thread {t.lin} is not at the same warp collective")
-        if kind[0] == "wsync":
-            self.sync(group)
-        else:
-            getattr(self, kind[0])(group)
+        self.release(group, self.sync if kind[0] == "wsync" else getattr(self, kind[0]))
+
+    def release(self, group: list[Th], action) -> None:
+        action(group)
         for t in group:
             t.state, t.wait, t.pc = "run", None, t.pc + 1
 
     def sync(self, group: list[Th]) -> None:
+        """A barrier: each thread ticks its clock; all get the join of their clocks."""
         joined = [0] * self.n
         for t in group:
             t.vc[t.lin] += 1
@@ -206,6 +243,7 @@ class Replay:
     # -------------------------------------------------------------- one thread
 
     def thread(self, th: Th) -> None:
+        """Run ``th`` until it blocks at a barrier or collective, or exits."""
         instrs = self.k.instrs
         while th.state == "run":
             if th.pc >= len(instrs):
@@ -229,10 +267,26 @@ class Replay:
             except (IndexError, KeyError, AttributeError, TypeError, ValueError, ZeroDivisionError) as e:
                 raise self.err(th, ins, f"cannot execute ({type(e).__name__})") from None
 
-    def err(self, th: Th, ins, msg: str) -> Rejected:
-        return Rejected(f"{self.k.file}:{ins.line}: thread {th.lin}: {msg} in `{ins.text}`")
+    def collective(self, th: Th, ins: Instr, op: str, p: list, o: list) -> tuple | None:
+        """What ``ins`` waits for: a barrier, a warp collective, or nothing."""
+        if op in ("bar", "barrier"):
+            if p[1] == "warp":
+                return "wsync", self.ival(th, o[0], ins, "b32") & ALL
+            if p[1] == "sync" or (p[1] == "cta" and "sync" in p):
+                return ("bar", self.ival(th, o[0], ins, "u32") if o else 0,
+                        self.ival(th, o[1], ins, "u32") if len(o) > 1 else None)
+            raise self.unsupported(ins, f"barrier variant `{ins.opcode}`")
+        if op == "shfl":
+            return "shfl", self.ival(th, o[4], ins, "b32") & ALL if len(o) > 4 else ALL
+        if op == "vote":
+            return "vote", self.ival(th, o[-1], ins, "b32") & ALL if "sync" in p else ALL
+        if ins.opcode in LDMATRIX or ins.opcode == MMA or (op == "wmma" and wmma_ok(p)):
+            return op, ALL
+        if op in ("wmma", "mma", "ldmatrix"):
+            raise self.unsupported(ins, f"tensor-core instruction `{ins.opcode}`")
+        return None
 
-    def step(self, th: Th, ins) -> None:  # noqa: C901 - one dispatch
+    def step(self, th: Th, ins: Instr) -> None:
         op, p, o = ins.op, ins.parts, ins.operands
         ty = p[-1]
         if op == "bra":
@@ -241,23 +295,7 @@ class Replay:
         if op in ("ret", "exit"):
             th.state = "exit"
             return
-        wait = None
-        if op in ("bar", "barrier"):
-            if p[1] == "warp":
-                wait = ("wsync", self.ival(th, o[0], ins, "b32") & 0xFFFFFFFF)
-            elif p[1] == "sync" or (p[1] == "cta" and "sync" in p):
-                wait = ("bar", self.ival(th, o[0], ins, "u32") if o else 0,
-                        self.ival(th, o[1], ins, "u32") if len(o) > 1 else None)
-            else:
-                raise Unsupported(f"{self.k.file}:{ins.line}: barrier variant `{ins.opcode}`")
-        elif op == "shfl":
-            wait = ("shfl", self.ival(th, o[4], ins, "b32") & 0xFFFFFFFF if len(o) > 4 else 0xFFFFFFFF)
-        elif op == "vote":
-            wait = ("vote", self.ival(th, o[-1], ins, "b32") & 0xFFFFFFFF if "sync" in p else 0xFFFFFFFF)
-        elif ins.opcode in LDMATRIX or ins.opcode == MMA or (op == "wmma" and wmma_ok(p)):
-            wait = (op, 0xFFFFFFFF)
-        elif op in ("wmma", "mma", "ldmatrix"):
-            raise Unsupported(f"{self.k.file}:{ins.line}: tensor-core instruction `{ins.opcode}`")
+        wait = self.collective(th, ins, op, p, o)
         if wait is not None:
             th.state, th.wait = "block", wait
             return
@@ -267,40 +305,41 @@ class Replay:
             pass
         elif op == "mov":
             if isinstance(o[1], Vec) or isinstance(o[0], Vec):
-                raise Unsupported(f"{self.k.file}:{ins.line}: vector mov in `{ins.text}`")
+                raise self.unsupported(ins, "vector mov")
             if isinstance(o[1], Sym) and o[1].name in self.sym:
-                v = self.sym[o[1].name]
+                self.put(o[0], th, self.sym[o[1].name])
             elif ty in FLOATS:
-                v = self.fval(th, o[1], ins)
+                self.put(o[0], th, self.fval(th, o[1], ins))
             else:
                 v = self.val(th, o[1], ins, ty)
-                if type(v) is int and ty != "pred":
-                    v = wrap(v, ty)
-            self.put(o[0], th, v)
+                self.put(o[0], th, wrap(v, ty) if type(v) is int and ty != "pred" else v)
         elif op == "cvta":
             self.put(o[0], th, self.ival(th, o[1], ins, ty))
         elif op == "cvt":
-            self.cvt(th, ins)
+            self.cvt(th, ins, p[-2], ty, o)
         elif op == "setp":
-            self.setp(th, ins)
+            self.setp(th, ins, p, o)
         elif op == "selp":
             self.put(o[0], th, self.val(th, o[1] if self.val(th, o[3], ins, "pred") else o[2], ins, ty))
         elif ty in FLOATS:
-            self.floating(th, ins)
+            f = [self.fval(th, x, ins) for x in o[1:]]
+            if op == "div" and f[1].is_zero():
+                raise self.err(th, ins, "division by zero")
+            if op not in FLOAT_OPS:
+                raise self.unsupported(ins, "float instruction")
+            self.put(o[0], th, FLOAT_OPS[op](f))
         elif ty == "pred":
             v = [bool(self.val(th, x, ins, "pred")) for x in o[1:]]
-            fns = {"and": lambda: v[0] and v[1], "or": lambda: v[0] or v[1], "xor": lambda: v[0] != v[1],
-                   "not": lambda: not v[0], "mov": lambda: v[0]}
-            if op not in fns:
-                raise Unsupported(f"{self.k.file}:{ins.line}: predicate op `{ins.opcode}`")
-            self.put(o[0], th, fns[op]())
+            if op not in PRED_OPS:
+                raise self.unsupported(ins, "predicate instruction")
+            self.put(o[0], th, PRED_OPS[op](v))
         else:
-            self.integer(th, ins)
+            self.integer(th, ins, op, p, o, ty)
         th.pc += 1
 
     # -------------------------------------------------------------- operands
 
-    def val(self, th: Th, o, ins, ty: str | None = None):
+    def val(self, th: Th, o, ins: Instr, ty: str | None = None):
         if isinstance(o, Reg):
             if o.name not in th.regs:
                 raise self.err(th, ins, f"read of unset register {o.name}")
@@ -315,15 +354,15 @@ class Replay:
             return self.sym[o.name]
         raise self.err(th, ins, f"bad source operand {o}")
 
-    def ival(self, th: Th, o, ins, ty: str) -> int:
+    def ival(self, th: Th, o, ins: Instr, ty: str) -> int:
         v = self.val(th, o, ins, ty)
         if type(v) is bool:
             return int(v)
         if type(v) is not int:
-            raise Unsupported(f"{self.k.file}:{ins.line}: integer operation on a symbolic value in `{ins.text}`")
+            raise self.unsupported(ins, "integer operation on a symbolic value")
         return wrap(v, ty)
 
-    def fval(self, th: Th, o, ins) -> Rat:
+    def fval(self, th: Th, o, ins: Instr) -> Rat:
         v = self.val(th, o, ins, "f32")
         if isinstance(v, Rat):
             return v
@@ -331,156 +370,122 @@ class Replay:
             raise self.err(th, ins, "not a float value")
         return float_of_bits(v, 32)
 
+    def packed(self, th: Th, o, ins: Instr) -> Packed:
+        v = self.val(th, o, ins)
+        if not isinstance(v, Packed):
+            raise self.unsupported(ins, f"operand {o.name} is not a packed f16 pair")
+        return v
+
     @staticmethod
     def put(o, th: Th, v) -> None:
         if not isinstance(o, Reg):
             raise Rejected(f"bad destination {o}")
         th.regs[o.name] = v
 
-    def address(self, th: Th, m: Mem, ins) -> int:
+    def address(self, th: Th, m: Mem, ins: Instr) -> int:
         if isinstance(m.base, Sym):
             if m.base.name not in self.sym:
                 raise self.err(th, ins, f"unknown symbol {m.base.name}")
             return self.sym[m.base.name] + m.offset
         v = self.val(th, m.base, ins)
         if type(v) is not int:
-            raise Unsupported(f"{self.k.file}:{ins.line}: data-dependent address in `{ins.text}`")
+            raise self.unsupported(ins, "data-dependent address")
         return v + m.offset
 
     # -------------------------------------------------------------- arithmetic
 
-    def cvt(self, th: Th, ins) -> None:
-        dt, st, o = ins.parts[-2], ins.parts[-1], ins.operands
+    def cvt(self, th: Th, ins: Instr, dt: str, st: str, o: list) -> None:
         if dt in FLOATS and st in FLOATS:
             v = self.fval(th, o[1], ins)
-        elif dt in FLOATS or st in FLOATS:
+        elif st not in FLOATS and dt not in FLOATS:
+            v = wrap(self.ival(th, o[1], ins, st), dt)
+        else:
             v = self.val(th, o[1], ins, st)
             if st not in FLOATS and type(v) is int:
                 v = Rat.of(wrap(v, st))
             else:
                 c = v.constant() if isinstance(v, Rat) else None
                 if c is None:
-                    raise Unsupported(f"{self.k.file}:{ins.line}: float-to-integer conversion of a symbolic value")
+                    raise self.unsupported(ins, "float-to-integer conversion of a symbolic value")
                 v = wrap(int(c), dt)
-        else:
-            v = wrap(self.ival(th, o[1], ins, st), dt)
         self.put(o[0], th, v)
 
-    def setp(self, th: Th, ins) -> None:
-        p, o = ins.parts, ins.operands
+    def setp(self, th: Th, ins: Instr, p: list, o: list) -> None:
         cmp, ty = p[1], p[-1]
-        comb = p[2] if len(p) > 3 and p[2] in ("and", "or", "xor") else None
         if ty in FLOATS:
             a, b = self.fval(th, o[1], ins).constant(), self.fval(th, o[2], ins).constant()
             if a is None or b is None:
-                raise Unsupported(f"{self.k.file}:{ins.line}: branch on a symbolic float comparison")
+                raise self.unsupported(ins, "branch on a symbolic float comparison")
             cmp = cmp.rstrip("u") if cmp not in ("lu", "gu") else cmp[0] + "t"
         else:
             a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)
             if ty[0] in "ub":
                 a, b = a & ((1 << bits(ty)) - 1), b & ((1 << bits(ty)) - 1)
-        table = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
-                 "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}
-        if cmp not in table:
-            raise Unsupported(f"{self.k.file}:{ins.line}: setp comparison .{cmp}")
-        r = table[cmp]
-        if comb:
-            c = bool(self.val(th, o[3], ins, "pred"))
-            r = {"and": r and c, "or": r or c, "xor": r != c}[comb]
+        if cmp not in COMPARE:
+            raise self.unsupported(ins, f"setp comparison .{cmp}")
+        r = COMPARE[cmp](a, b)
+        if len(p) > 3 and p[2] in COMBINE:
+            r = COMBINE[p[2]](r, bool(self.val(th, o[3], ins, "pred")))
         if isinstance(o[0], Pair):
             th.regs[o[0].first.name], th.regs[o[0].second.name] = r, not r
         else:
             self.put(o[0], th, r)
 
-    def floating(self, th: Th, ins) -> None:
-        op, o = ins.op, ins.operands
-        f = [self.fval(th, x, ins) for x in o[1:]]
-        if op == "div" and f[1].is_zero():
-            raise self.err(th, ins, "division by zero")
-        fns = {"add": lambda: f[0] + f[1], "sub": lambda: f[0] - f[1], "mul": lambda: f[0] * f[1],
-               "fma": lambda: f[0] * f[1] + f[2], "mad": lambda: f[0] * f[1] + f[2], "div": lambda: f[0] / f[1],
-               "rcp": lambda: Rat.of(1) / f[0], "neg": lambda: -f[0],
-               "abs": lambda: apply("max", f[0], -f[0]) if f[0].constant() is None else Rat.of(abs(f[0].constant())),
-               "max": lambda: apply("max", *f), "min": lambda: -apply("max", *[-x for x in f]),
-               "ex2": lambda: apply("exp", f[0] * LN2), "lg2": lambda: apply("log", f[0]) / LN2,
-               "sqrt": lambda: apply("sqrt", f[0]), "rsqrt": lambda: Rat.of(1) / apply("sqrt", f[0])}
-        if op not in fns:
-            raise Unsupported(f"{self.k.file}:{ins.line}: float instruction `{ins.opcode}`")
-        self.put(o[0], th, fns[op]())
-
-    def integer(self, th: Th, ins) -> None:  # noqa: C901
-        op, p, o = ins.op, ins.parts, ins.operands
-        ty = p[-1]
+    def integer(self, th: Th, ins: Instr, op: str, p: list, o: list, ty: str) -> None:
         n = bits(ty)
-        m = (1 << n) - 1
-        if op in ("not", "neg", "abs", "popc", "clz", "brev"):
-            a = self.ival(th, o[1], ins, ty)
-            r = {"not": ~a, "neg": -a, "abs": abs(a), "popc": bin(a & m).count("1"),
-                 "clz": n - (a & m).bit_length(), "brev": int(format(a & m, f"0{n}b")[::-1], 2)}[op]
-            self.put(o[0], th, wrap(r, "u32" if op in ("popc", "clz") else ty))
-            return
-        if op in ("bfi", "bfe"):
-            a = self.ival(th, o[1], ins, ty)
-            if op == "bfi":
-                b = self.ival(th, o[2], ins, ty)
-                pos, ln = self.ival(th, o[3], ins, "u32") & 0xFF, self.ival(th, o[4], ins, "u32") & 0xFF
-                mk = ((1 << ln) - 1) << pos
-                r = (b & ~mk) | ((a << pos) & mk)
-            else:
-                pos, ln = self.ival(th, o[2], ins, "u32") & 0xFF, self.ival(th, o[3], ins, "u32") & 0xFF
-                r = (a >> pos) & ((1 << ln) - 1) if ln else 0
-                if ty[0] == "s" and ln and r >> (ln - 1):
-                    r -= 1 << ln
-            self.put(o[0], th, wrap(r, ty))
-            return
-        a = self.ival(th, o[1], ins, ty)
-        b = self.ival(th, o[2], ins, "u32" if op in ("shl", "shr") else ty)
-        dt = ty
-        if op in ("mul", "mad", "mul24", "mad24"):
-            mode = p[1] if len(p) > 2 else "lo"
-            r = a * b
-            if mode == "wide":
-                dt = ty[0] + str(2 * n)
-            elif mode == "hi":
-                r >>= n
-            if op in ("mad", "mad24"):
-                r += self.ival(th, o[3], ins, dt)
-        elif op in ("div", "rem"):
-            if b == 0:
-                raise self.err(th, ins, "integer division by zero")
-            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-            r = q if op == "div" else a - q * b
-        elif op == "shl":
-            r = a << b if b < n else 0
-        elif op == "shr":
-            r = a >> min(b, n) if ty[0] == "s" else ((a & m) >> b if b < n else 0)
+        a, dt = self.ival(th, o[1], ins, ty), ty
+        if op in UNARY_OPS:
+            r, dt = UNARY_OPS[op](a, n, (1 << n) - 1), "u32" if op in ("popc", "clz") else ty
+        elif op == "bfi":
+            b = self.ival(th, o[2], ins, ty)
+            pos, ln = self.ival(th, o[3], ins, "u32") & 0xFF, self.ival(th, o[4], ins, "u32") & 0xFF
+            mk = ((1 << ln) - 1) << pos
+            r = (b & ~mk) | ((a << pos) & mk)
+        elif op == "bfe":
+            pos, ln = self.ival(th, o[2], ins, "u32") & 0xFF, self.ival(th, o[3], ins, "u32") & 0xFF
+            r = (a >> pos) & ((1 << ln) - 1) if ln else 0
+            if ty[0] == "s" and ln and r >> (ln - 1):
+                r -= 1 << ln
         else:
-            fns = {"add": lambda: a + b, "sub": lambda: a - b, "min": lambda: min(a, b), "max": lambda: max(a, b),
-                   "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b}
-            if op not in fns:
-                raise Unsupported(f"{self.k.file}:{ins.line}: integer instruction `{ins.opcode}`")
-            r = fns[op]()
+            b = self.ival(th, o[2], ins, "u32" if op in ("shl", "shr") else ty)
+            if op in ("mul", "mad", "mul24", "mad24"):
+                mode, r = p[1] if len(p) > 2 else "lo", a * b
+                if mode == "wide":
+                    dt = ty[0] + str(2 * n)
+                elif mode == "hi":
+                    r >>= n
+                if op in ("mad", "mad24"):
+                    r += self.ival(th, o[3], ins, dt)
+            elif op in ("div", "rem"):
+                if b == 0:
+                    raise self.err(th, ins, "integer division by zero")
+                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+                r = q if op == "div" else a - q * b
+            elif op == "shl":
+                r = a << b if b < n else 0
+            elif op == "shr":
+                r = a >> min(b, n) if ty[0] == "s" else ((a & ((1 << n) - 1)) >> b if b < n else 0)
+            elif op in BINARY_OPS:
+                r = BINARY_OPS[op](a, b)
+            else:
+                raise self.unsupported(ins, "integer instruction")
         self.put(o[0], th, wrap(r, dt))
 
     # -------------------------------------------------------------- memory
 
-    def mem(self, th: Th, ins) -> None:
-        p, o = ins.parts, ins.operands
-        space = "generic"
-        for s in ("global", "shared", "param", "local", "const"):
-            if s in p:
-                space = s
+    def mem(self, th: Th, ins: Instr) -> None:
+        p, o, load = ins.parts, ins.operands, ins.op != "st"
+        space = next((s for s in reversed(SPACES) if s in p), "generic")
         ty = p[-1]
         width = bits(ty) // 8 if ty != "pred" else 1
         vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
-        dst, m = (o[0], o[1]) if ins.op in ("ld", "ldu") else (o[1], o[0])
+        dst, m = (o[0], o[1]) if load else (o[1], o[0])
         if not isinstance(m, Mem):
             raise self.err(th, ins, "expected a memory operand")
         if space == "param":
             if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.pv:
                 raise self.err(th, ins, "bad parameter access")
-            self.put(dst, th, wrap(self.pv[m.base.name], ty))
-            return
+            return self.put(dst, th, wrap(self.pv[m.base.name], ty))
         addr = self.address(th, m, ins)
         if addr % width:
             raise self.err(th, ins, f"misaligned {width}-byte access at {addr:#x}")
@@ -488,105 +493,94 @@ class Replay:
         if len(dsts) != vec:
             raise self.err(th, ins, f"vector width {vec} with {len(dsts)} operands")
         for i, d in enumerate(dsts):
-            a = addr + i * width
-            if ins.op in ("ld", "ldu"):
-                v = self.load(th, ins, space, a, width)
-                if type(v) is int:
-                    v = float_of_bits(v, bits(ty)) if ty in FLOATS else wrap(v, ty)
-                self.put(d, th, v)
+            if load:
+                self.put(d, th, typed(self.load(th, ins, space, addr + i * width, width), ty))
                 continue
-            v = float_of_bits(d.bits, d.width) if isinstance(d, FImm) else self.val(th, d, ins, ty)
+            v = self.val(th, d, ins, ty)
             if type(v) is bool:
                 raise self.err(th, ins, "store of a predicate")
-            if type(v) is int:
-                v = float_of_bits(v, bits(ty)) if ty in FLOATS else wrap(v, ty)
-            self.store(th, ins, space, a, width, v)
+            self.store(th, ins, space, addr + i * width, width, typed(v, ty))
 
-    def tensor(self, addr: int, th: Th | None = None, ins=None) -> tuple:
+    def tensor(self, addr: int, ins: Instr | None = None) -> tuple:
+        """The output or input element at global address ``addr``: (name, index, role, esize)."""
         for name, role, esize, numel, base in self.tensors:
             if base <= addr < base + GLOBAL_STRIDE:
                 off = addr - base
                 if off % esize or off // esize >= numel:
                     raise Rejected(f"out-of-bounds or misaligned access to {name} at byte {off}"
-                                         + (f" (line {ins.line})" if ins else ""))
+                                   + (f" (line {ins.line})" if ins else ""))
                 return name, off // esize, role, esize
         raise Rejected(f"global access to unknown address {addr:#x}")
 
-    def shared_ok(self, th: Th, ins, addr: int, width: int) -> None:
-        if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
-            raise self.err(th, ins, f"shared access out of bounds at {addr:#x}")
-
-    def load(self, th: Th, ins, space: str, addr: int, width: int):
+    def where(self, th: Th, ins: Instr, space: str, addr: int, width: int, write: bool) -> str:
+        """The access's space (a generic address resolved), after bounds and race checks."""
         if space == "generic":
             space = "global" if addr >= GLOBAL_BASE else "shared"
         if space == "shared":
-            self.shared_ok(th, ins, addr, width)
-            self.access("shared", addr, width, th, ins, False)
+            if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
+                raise self.err(th, ins, f"shared access out of bounds at {addr:#x}")
+            self.access("shared", addr, width, th, ins, write)
+        elif space != "global":
+            raise self.unsupported(ins, f"{'store to' if write else 'load from'} .{space}")
+        return space
+
+    def uninit(self, addr: int) -> Rat:
+        return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+
+    def load(self, th: Th, ins: Instr, space: str, addr: int, width: int):
+        if self.where(th, ins, space, addr, width, False) == "shared":
             ent = self.smem.get(addr)
             if ent is None and width == 4 and addr + 2 in self.smem:
                 ent = (None, 2)
             if ent is None:
-                return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+                return self.uninit(addr)
             if ent[1] == 2 and width == 4:
-                halves = []
-                for a in (addr, addr + 2):
-                    e = self.smem.get(a)
-                    if e is not None and e[1] != 2:
-                        raise Unsupported(f"{self.k.file}:{ins.line}: mixed-width load in `{ins.text}`")
-                    halves.append(e[0] if e else Rat.var(f"shared@uninit[{a - SHARED_BASE:#x}]"))
-                return Packed(halves)
+                halves = [self.smem.get(a) for a in (addr, addr + 2)]
+                if any(e is not None and e[1] != 2 for e in halves):
+                    raise self.unsupported(ins, "mixed-width load")
+                return Packed([e[0] if e else self.uninit(a) for a, e in zip((addr, addr + 2), halves)])
             if ent[1] != width:
-                raise Unsupported(f"{self.k.file}:{ins.line}: partial-word type punning in `{ins.text}`")
+                raise self.unsupported(ins, "partial-word type punning")
             return ent[0]
-        if space != "global":
-            raise Unsupported(f"{self.k.file}:{ins.line}: load from .{space} in `{ins.text}`")
-        name, i, role, esize = self.tensor(addr, th, ins)
+        name, i, role, esize = self.tensor(addr, ins)
         if width == 4 and esize == 2 and role == "input":
             return Packed([self.load(th, ins, "global", addr, 2), self.load(th, ins, "global", addr + 2, 2)])
         if width != esize:
-            raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to a {esize}-byte tensor {name}")
+            raise self.unsupported(ins, f"{width}-byte access to a {esize}-byte tensor {name}")
         if role == "output":
             self.access("global", addr, width, th, ins, False)
         if addr in self.gmem:
             return self.gmem[addr]
         return Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
 
-    def store(self, th: Th, ins, space: str, addr: int, width: int, value) -> None:
-        if space == "generic":
-            space = "global" if addr >= GLOBAL_BASE else "shared"
-        if space == "shared":
-            self.shared_ok(th, ins, addr, width)
-            self.access("shared", addr, width, th, ins, True)
+    def store(self, th: Th, ins: Instr, space: str, addr: int, width: int, value) -> None:
+        if self.where(th, ins, space, addr, width, True) == "shared":
             for a in range(addr - 7, addr + width):      # drop the values this store overlaps
                 e = self.smem.get(a)
                 if e is not None and a + e[1] > addr and (a != addr or e[1] != width):
                     del self.smem[a]
             if isinstance(value, Packed):
                 if width != 4:
-                    raise Unsupported(f"{self.k.file}:{ins.line}: packed pair stored as {width} bytes")
+                    raise self.unsupported(ins, f"packed pair stored as {width} bytes")
                 self.smem[addr], self.smem[addr + 2] = (value[0], 2), (value[1], 2)
             else:
                 self.smem[addr] = (value, width)
             return
-        if space != "global":
-            raise Unsupported(f"{self.k.file}:{ins.line}: store to .{space} in `{ins.text}`")
-        name, _, role, esize = self.tensor(addr, th, ins)
+        name, _, role, esize = self.tensor(addr, ins)
         if width != esize:
-            raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte store to a {esize}-byte tensor {name}")
+            raise self.unsupported(ins, f"{width}-byte store to a {esize}-byte tensor {name}")
         if role != "output":
             raise self.err(th, ins, f"store to input tensor {name}")
         self.access("global", addr, width, th, ins, True)
         self.gmem[addr] = value
 
-    def access(self, space: str, addr: int, width: int, th: Th, ins, write: bool) -> None:
-        """Check the access against the byte's last write and reads; record ordered conflicts."""
-        me = (th.lin, th.vc[th.lin], ins.index)
-        vc = th.vc
+    def access(self, space: str, addr: int, width: int, th: Th, ins: Instr, write: bool) -> None:
+        """Check the access against each byte's last write and reads; record ordered conflicts."""
+        me, vc = (th.lin, th.vc[th.lin], ins.index), th.vc
         for a in range(addr, addr + width):
             sh = self.shadow.setdefault((space, a), [None, {}])
-            w = sh[0]
-            if w is not None and w[0] != th.lin:
-                self.conflict(space, a, w, me, vc, "WAW" if write else "RAW")
+            if sh[0] is not None and sh[0][0] != th.lin:
+                self.conflict(space, a, sh[0], me, vc, "WAW" if write else "RAW")
             if write:
                 for r in sh[1].values():
                     if r[0] != th.lin:
@@ -599,25 +593,23 @@ class Replay:
         tid, clock, pc = first
         if vc[tid] <= clock:
             raise Rejected(f"data race on {space} byte {addr:#x}: thread {tid} at instruction {pc} and "
-                                 f"thread {me[0]} at instruction {me[2]} ({kind}), no barrier orders them")
+                           f"thread {me[0]} at instruction {me[2]} ({kind}), no barrier orders them")
         self.witness.add((space, kind, pc, me[2], self.th[tid].syncs[clock]))
 
     # -------------------------------------------------------------- warp collectives
 
     def shfl(self, group: list[Th]) -> None:
-        lanes = {t.lane: t for t in group}
-        res = []
+        lanes, res = {t.lane: t for t in group}, []
         for t in group:
             ins = self.k.instrs[t.pc]
             mode, (dst, a, b, c) = ins.parts[2], ins.operands[:4]
             bv, cv = self.ival(t, b, ins, "b32") & 31, self.ival(t, c, ins, "b32")
             clamp, seg, lane = cv & 31, (cv >> 8) & 31, t.lane
             hi = (lane & seg) | (clamp & ~seg & 31)
-            j, ok = {"up": (lane - bv, lane - bv >= hi), "down": (lane + bv, lane + bv <= hi),
-                     "bfly": (lane ^ bv, lane ^ bv <= hi),
-                     "idx": ((lane & seg) | (bv & ~seg & 31), ((lane & seg) | (bv & ~seg & 31)) <= hi)}.get(mode, (None, 0))
-            if j is None:
-                raise Unsupported(f"{self.k.file}:{ins.line}: shfl mode {mode}")
+            if mode not in ("up", "down", "bfly", "idx"):
+                raise self.unsupported(ins, f"shfl mode {mode}")
+            j = {"up": lane - bv, "down": lane + bv, "bfly": lane ^ bv, "idx": (lane & seg) | (bv & ~seg & 31)}[mode]
+            ok = j >= hi if mode == "up" else j <= hi
             j = j if ok else lane
             if j not in lanes:
                 raise self.err(t, ins, f"shfl source lane {j} is not in the member mask")
@@ -636,16 +628,17 @@ class Replay:
             ins = self.k.instrs[t.pc]
             mode = next((x for x in ins.parts[1:] if x in ("all", "any", "uni", "ballot")), "?")
             if mode == "?":
-                raise Unsupported(f"{self.k.file}:{ins.line}: vote mode")
+                raise self.unsupported(ins, "vote mode")
             t.regs[ins.operands[0].name] = {"all": all(vals), "any": any(vals), "uni": all(vals) or not any(vals),
                                             "ballot": sum(1 << g.lane for g in group if votes[g.lin])}[mode]
 
-    def full_warp(self, group: list[Th]):
+    def full_warp(self, group: list[Th]) -> Instr:
         if len(group) != 32:
             raise Rejected(f"{self.k.file}: a tensor-core instruction needs a full warp")
         return self.k.instrs[group[0].pc]
 
     def ldmatrix(self, group: list[Th]) -> None:
+        """m8n8 ``x1/x2/x4`` [.trans] b16: lane l supplies row address l of matrix l // 8."""
         ins = self.full_warp(group)
         trans = "trans" in ins.parts
         nmat = int(next(x for x in ins.parts if x in ("x1", "x2", "x4"))[1:])
@@ -654,45 +647,30 @@ class Replay:
         for t in group:
             lane, regs = t.lane, []
             for i in range(nmat):
-                if trans:
-                    addrs = [rows[8 * i + 2 * (lane % 4) + h] + 2 * (lane // 4) for h in (0, 1)]
-                else:
-                    base = rows[8 * i + lane // 4] + 4 * (lane % 4)
-                    addrs = [base, base + 2]
+                addrs = [rows[8 * i + 2 * (lane % 4) + h] + 2 * (lane // 4) for h in (0, 1)] if trans else \
+                    [rows[8 * i + lane // 4] + 4 * (lane % 4) + h for h in (0, 2)]
                 regs.append(Packed([self.load(t, ins, "shared", a, 2) for a in addrs]))
             out.append(regs)
         for t, regs in zip(group, out):
             for d, v in zip(ins.operands[0].items, regs):
                 t.regs[d.name] = v
 
-    def packed(self, t: Th, o, ins) -> Packed:
-        v = self.val(t, o, ins)
-        if not isinstance(v, Packed):
-            raise Unsupported(f"{self.k.file}:{ins.line}: operand {o.name} is not a packed f16 pair")
-        return v
-
     def mma(self, group: list[Th]) -> None:
         """m16n8k16 row.col f32.f16.f16.f32 (PTX ISA fragment layout, g = lane/4, q = lane%4)."""
         ins = self.full_warp(group)
         d_o, a_o, b_o, c_o = (x.items for x in ins.operands)
-        A: dict = {}
-        B: dict = {}
-        C: dict = {}
+        A, B, C = {}, {}, {}
         for t in group:
             g, q = t.lane // 4, t.lane % 4
             for r, (i, j) in enumerate(((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
                 A[i, j], A[i, j + 1] = self.packed(t, a_o[r], ins)
             for r, k in enumerate((2 * q, 2 * q + 8)):
                 B[k, g], B[k + 1, g] = self.packed(t, b_o[r], ins)
-            for r, ij in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
+            for r, ij in enumerate(mma_acc(g, q)):
                 C[ij] = self.fval(t, c_o[r], ins)
         for t in group:
-            g, q = t.lane // 4, t.lane % 4
-            for r, (i, j) in enumerate(((g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1))):
-                acc = C[i, j]
-                for k in range(16):
-                    acc = acc + A[i, k] * B[k, j]
-                t.regs[d_o[r].name] = acc
+            for r, (i, j) in enumerate(mma_acc(t.lane // 4, t.lane % 4)):
+                t.regs[d_o[r].name] = dot(C[i, j], A, B, i, j)
 
     def wmma(self, group: list[Th]) -> None:
         """m16n16k16: element e of a row-major f32 tile in lane e // 8, register e % 8; f16
@@ -707,41 +685,33 @@ class Replay:
                 raise self.err(group[0], ins, "wmma lanes disagree on address or stride")
             base, stride, col = addrs.pop(), strides.pop(), "col" in p
 
-            def off(e: int) -> int:
+            def at(e: int, size: int) -> int:
                 i, j = divmod(e, 16)
-                return j * stride + i if col else i * stride + j
-            if p[1] == "load":
-                vals = {}
-                for e in range(256):
-                    for t in (group[e // 16], group[16 + e // 16]):
-                        vals[e] = self.load(t, ins, "shared", base + 2 * off(e), 2)
-                for t in group:
-                    for r, d in enumerate(o[0].items):
-                        e = (t.lane % 16) * 16 + 2 * r
-                        t.regs[d.name] = Packed([vals[e], vals[e + 1]])
-            else:
+                return base + size * (j * stride + i if col else i * stride + j)
+            if p[1] == "store":
                 for t in group:
                     for r, src in enumerate(o[1].items):
-                        self.store(t, ins, "shared", base + 4 * off(t.lane * 8 + r), 4, self.fval(t, src, ins))
+                        self.store(t, ins, "shared", at(t.lane * 8 + r, 4), 4, self.fval(t, src, ins))
+                return
+            vals = {e: self.load(t, ins, "shared", at(e, 2), 2)     # rows e // 16 in both lane halves
+                    for e in range(256) for t in (group[e // 16], group[16 + e // 16])}
+            for t in group:
+                for r, d in enumerate(o[0].items):
+                    e = (t.lane % 16) * 16 + 2 * r
+                    t.regs[d.name] = Packed([vals[e], vals[e + 1]])
             return
         d_o, a_o, b_o, c_o = (x.items for x in o)
-        A: dict = {}
-        B: dict = {}
-        C: dict = {}
+        A, B, C = {}, {}, {}
         for t in group:
             for r in range(8):
-                e = (t.lane % 16) * 16 + 2 * r
-                A[e], A[e + 1] = self.packed(t, a_o[r], ins)
-                B[e], B[e + 1] = self.packed(t, b_o[r], ins)
-                C[t.lane * 8 + r] = self.fval(t, c_o[r], ins)
+                i, j = t.lane % 16, 2 * r
+                A[i, j], A[i, j + 1] = self.packed(t, a_o[r], ins)
+                B[i, j], B[i, j + 1] = self.packed(t, b_o[r], ins)
+                C[divmod(t.lane * 8 + r, 16)] = self.fval(t, c_o[r], ins)
         for t in group:
             for r in range(8):
-                e = t.lane * 8 + r
-                i, j = divmod(e, 16)
-                acc = C[e]
-                for k in range(16):
-                    acc = acc + A[i * 16 + k] * B[k * 16 + j]
-                t.regs[d_o[r].name] = acc
+                i, j = divmod(t.lane * 8 + r, 16)
+                t.regs[d_o[r].name] = dot(C[i, j], A, B, i, j)
 
 
 class Printer:
