@@ -10,7 +10,7 @@ at reduced shapes with the real TP degree; the schedule is checked rank by rank.
 
 ``make_template(...)`` takes other degrees, e.g. the Llama3-405B shape:
 ``make_template(layers=126, dp=64, tp=8, pp=16, micro_batches=16, hidden=16384)``
-(126 layers over 16 stages do not divide evenly: the 405B row uses 128 layers, see docs/templates.md).
+(stage ``p`` holds layers ``p*L//pp .. (p+1)*L//pp``: 7 or 8 of the 126).
 """
 
 from verifier.train.template import TemplateCase

@@ -87,9 +87,10 @@ def _stage_body(first: bool, last: bool) -> list[dict]:
 
 
 def schedule(tc: TemplateCase) -> dict:
-    """The GPipe schedule template (forward of every micro-batch, then backward, then DP sync and SGD)."""
-    if tc.layers % tc.pp:
-        raise ValueError(f"layers {tc.layers} not divisible by pp {tc.pp}")
+    """The GPipe schedule template (forward of every micro-batch, then backward, then DP sync and SGD).
+    Stage ``p`` holds layers ``p*L//pp .. (p+1)*L//pp`` (uneven when pp does not divide L)."""
+    if tc.layers < tc.pp:
+        raise ValueError(f"{tc.layers} layers over {tc.pp} stages: a stage without layers")
     if tc.pp == 1:
         programs = [{"stages": ["0", "1"], "body": _stage_body(True, True)}]
     else:
