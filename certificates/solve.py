@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 from dataclasses import dataclass
 
@@ -70,7 +69,10 @@ def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
 def _smt(a: Rat, b: Rat, which: str) -> bool | None:
     """True if the solver proves ``a == b``, None if it cannot (or is not installed)."""
     try:
-        s = importlib.import_module("z3" if which == "z3" else "cvc5.pythonic")
+        if which == "z3":
+            import z3 as s
+        else:
+            import cvc5.pythonic as s  # type: ignore[import-not-found]
     except ImportError:
         return None
     enc = _Encoder(s)
