@@ -6,4 +6,4 @@ Trusted and small. Never imports ``verifier``, never unpickles or evaluates code
 FORMAT = "pvcert-certificate"
 VERSION = 1
 
-from . import ops_batchnorm  # noqa: E402,F401 (registers batch norm beside ops.py's operators)
+from . import ops_train  # noqa: E402,F401 (registers batch norm and routing beside ops.py)

@@ -10,6 +10,11 @@ before anything is checked, so the assumption is explicit and cannot be bent.
 do: the node becomes ``k`` batch norms on slices whose outputs are concatenated, and
 its backward node (the one reading its saved statistics) ``k`` backwards whose input
 gradients are concatenated and whose weight and bias gradients are summed.
+
+``{"rule": "node-limited-routing", "node": N, "nodes": n, "limit": m}``: the routing node
+``N`` (``pvcert.route``, over all experts) keeps, per token, only the ``m`` of ``n``
+expert blocks (nodes) with the best top score, as DeepSeek-V3 routing does to bound
+communication: the node gets those attributes.
 """
 
 from __future__ import annotations
@@ -19,14 +24,16 @@ from typing import Any
 from .errors import Malformed
 
 FWD, BWD = "aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"
+ROUTE = "pvcert.route.default"
 
 
 def describe(approximations: list[dict]) -> str:
-    """``rule (k groups) at n nodes; ...`` for a claim's summary."""
+    """``rule (parameters) at n nodes; ...`` for a claim's summary."""
     count: dict[tuple, int] = {}
     for a in approximations:
-        count[(a["rule"], a["groups"])] = count.get((a["rule"], a["groups"]), 0) + 1
-    return "; ".join(f"{r} ({k} groups) at {n} node{'s' * (n > 1)}" for (r, k), n in count.items())
+        k = (a["rule"], ", ".join(f"{f} {v}" for f, v in a.items() if f not in ("rule", "node")))
+        count[k] = count.get(k, 0) + 1
+    return "; ".join(f"{r} ({p}) at {n} node{'s' * (n > 1)}" for (r, p), n in count.items())
 
 
 def apply(graph: dict, approximations: Any, where: str) -> dict:
@@ -36,13 +43,25 @@ def apply(graph: dict, approximations: Any, where: str) -> dict:
     g = dict(graph, nodes=list(graph.get("nodes", [])), tensors=dict(graph.get("tensors", {})))
     for i, a in enumerate(approximations):
         here = f"{where}: approximation #{i}"
-        if not isinstance(a, dict) or a.get("rule") != "local-batch-norm" or set(a) != {"rule", "node", "groups"}:
-            raise Malformed(here, "expected {'rule': 'local-batch-norm', 'node': name, 'groups': k}")
-        k = a["groups"]
-        if not isinstance(k, int) or isinstance(k, bool) or k < 2:
-            raise Malformed(here, f"groups must be an integer >= 2, got {k!r}")
-        _local_batch_norm(g, a["node"], k, here)
+        rule = RULES.get(a.get("rule")) if isinstance(a, dict) else None
+        if rule is None or set(a) != {"rule", "node", *rule[0]}:
+            raise Malformed(here, "expected " + " or ".join(
+                f"{{'rule': '{r}', 'node': name, {', '.join(repr(f) + ': n' for f in fs)}}}"
+                for r, (fs, _) in RULES.items()))
+        for f, least in rule[0].items():
+            if not isinstance(a[f], int) or isinstance(a[f], bool) or a[f] < least:
+                raise Malformed(here, f"{f} must be an integer >= {least}, got {a[f]!r}")
+        rule[1](g, a, here)
     return g
+
+
+def _node_limited_routing(g: dict, a: dict, where: str) -> None:
+    at = [j for j, n in enumerate(g["nodes"]) if isinstance(n, dict) and n.get("name") == a["node"]]
+    node = g["nodes"][at[0]] if len(at) == 1 else {}
+    attrs = node.get("attrs") if isinstance(node.get("attrs"), dict) else {}
+    if node.get("target") != ROUTE or attrs.get("nodes", 1) != 1 or attrs.get("limit", 1) != 1:
+        raise Malformed(where, f"no single {ROUTE} node named {a['node']!r} routing over all experts")
+    g["nodes"][at[0]] = dict(node, attrs=dict(attrs, nodes=a["nodes"], limit=a["limit"]))
 
 
 def _split(g: dict, node: dict, i: int, k: int, where: str) -> str:
@@ -72,7 +91,8 @@ def _emit(g: dict, target: str, inputs: list, outputs: list[str], attrs: dict, r
                        "attrs": attrs, "rank": rank})
 
 
-def _local_batch_norm(g: dict, name: Any, k: int, where: str) -> None:
+def _local_batch_norm(g: dict, a: dict, where: str) -> None:
+    name, k = a["node"], a["groups"]
     at = [j for j, n in enumerate(g["nodes"]) if isinstance(n, dict) and n.get("name") == name]
     if len(at) != 1 or g["nodes"][at[0]].get("target") != FWD:
         raise Malformed(where, f"no single {FWD} node named {name!r}")
@@ -111,3 +131,7 @@ def _local_batch_norm(g: dict, name: Any, k: int, where: str) -> None:
             acc_next = total if j == len(part) - 2 else _fresh(g, f"{total}.sum{j}", dict(g["tensors"][total]), where)
             _emit(g, "aten.add.Tensor", [acc, t], [acc_next], {}, rank)
             acc = acc_next
+
+
+RULES = {"local-batch-norm": ({"groups": 2}, _local_batch_norm),
+         "node-limited-routing": ({"nodes": 2, "limit": 1}, _node_limited_routing)}

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from .llama import rope
 from .mappings import all_to_all_ep, copy_to_tp, gather_from_sp, reduce_from_tp, reduce_scatter_to_sp
+from .routing import route
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class ModelConfig:
     experts: int = 2
     capacity: int = 1
     expert_ffn: int = 2
+    topk: int = 0                 # MoE: 0 = routing declared as an input; k = top-k computed in the graph
 
     @property
     def head_dim(self) -> int:
@@ -67,6 +69,8 @@ class Par:
     sp: bool = False              # sequence parallel over the TP group (activations [b, S/tp, D])
     rope: str = "gathered"        # under SP: "gathered" (full sequence, Megatron) | "sharded" (Ulysses)
     rope_offset: int = 0          # first table row of this rank's sequence shard (sharded RoPE)
+    route_nodes: int = 1          # computed routing: experts in this many blocks (nodes) ...
+    route_limit: int = 1          # ... of which a token may use this many (node-limited routing)
 
 
 Split = tuple[str, int] | None
@@ -183,11 +187,13 @@ def llama_mlp(p: dict, pre: str, x, par: Par):
     return x + _leave(swiglu(h, p[pre + "gate"], p[pre + "up"], p[pre + "down"]), par)
 
 
-def moe_ffn(p: dict, pre: str, x, dispatch, par: Par, groups: int = 1):
+def moe_ffn(p: dict, pre: str, x, dispatch, par: Par, groups: int = 1, topk: int = 0, capacity: int = 1):
     """Shared expert (TP) + routed experts (EP) with router softmax gates.
 
-    Routing is declared: ``dispatch [G, T, E, C]`` (token ``t`` of group ``g`` to slot ``c``
-    of expert ``e``; the top-k choice), combined with the router's softmax probabilities.
+    Routing is declared (``dispatch [G, T, E, C]``: token ``t`` of group ``g`` to slot ``c``
+    of expert ``e``; the top-k choice) or, with ``dispatch=None``, computed from the router's
+    probabilities (examples/models/routing.py; node-limited by ``par.route_nodes/limit``);
+    the dispatch is combined with the router's softmax probabilities.
     ``groups`` is the number of token groups held here (the sequential step holds all of
     them; a rank holds its own, ``G = 1``). Under EP the slots of each expert travel to its
     owner and back with all_to_all.
@@ -198,6 +204,8 @@ def moe_ffn(p: dict, pre: str, x, dispatch, par: Par, groups: int = 1):
                     par)
     tok = h.reshape(groups, (b // groups) * s, d)
     probs = torch.softmax(torch.einsum("gtd,ed->gte", tok, p[pre + "router"]), dim=-1)
+    if dispatch is None:
+        dispatch = route(probs, topk, capacity, par.route_nodes, par.route_limit)
     combine = dispatch * probs.unsqueeze(-1)
     xe = torch.einsum("gtec,gtd->gecd", dispatch, tok)                   # [G, E, C, D]
     wg, wu, wd = p[pre + "w_gate"], p[pre + "w_up"], p[pre + "w_down"]
@@ -230,4 +238,4 @@ def layer(p: dict, i: int, x, cos, sin, c: ModelConfig, par: Par, dispatch=None,
     x = attention(p, pre, x, cos, sin, c, par)
     if c.kind == "llama":
         return llama_mlp(p, pre, x, par)
-    return moe_ffn(p, pre, x, dispatch, par, groups)
+    return moe_ffn(p, pre, x, dispatch, par, groups, c.topk, c.capacity)

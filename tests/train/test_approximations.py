@@ -101,7 +101,7 @@ def test_local_batch_norm_plan_verifies_under_the_declared_approximation(bn_cert
     p = tmp_path / "c.json"
     p.write_text(json.dumps(cert))
     [res] = replay(str(p))
-    assert res.ok and "assuming local-batch-norm (2 groups) at 4 nodes" in res.detail
+    assert res.ok and "assuming local-batch-norm (groups 2) at 4 nodes" in res.detail
 
 
 def test_without_the_approximation_the_plan_is_rejected_at_the_batch_norm(bn_cert, capsys):
@@ -140,3 +140,69 @@ def test_staged_verification_refuses_approximations(tmp_path, capsys):
 
     assert main(["verify", "examples/train/bn_plan.py", "--staged"]) == 2
     assert "not supported with --staged" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- node-limited routing
+
+def test_routing_semantics_match_the_model_and_the_numeric_meaning_of_its_atoms():
+    from certificates.ops_train import route
+    from certificates.poly import NUMERIC, Rat
+    from examples.models.routing import route as torch_route
+
+    rng = np.random.default_rng(0)
+    for nodes, limit, k, cap in [(1, 1, 2, 1), (2, 1, 2, 2), (4, 2, 3, 1), (2, 2, 1, 3)]:
+        s = rng.random((2, 5, 8))
+        want = torch_route(torch.tensor(s), k, cap, nodes, limit).numpy()
+        got = lookup("pvcert.route.default").run([s], {"k": k, "capacity": cap, "nodes": nodes, "limit": limit})[0]
+        np.testing.assert_array_equal(got, want)
+        assert (want.sum(axis=(2, 3)) <= k).all() and (want.sum(axis=(1, 3)) <= cap).all()
+        if nodes > 1:   # every token's experts lie in at most `limit` blocks
+            blocks = want.sum(axis=3).reshape(2, 5, nodes, 8 // nodes).any(axis=3).sum(axis=2)
+            assert (blocks <= limit).all()
+    sym = np.array([[[Rat.var(f"s{t}{e}") for e in range(4)] for t in range(3)]], dtype=object)
+    out = lookup("pvcert.route.default").run([sym], {"k": 2, "capacity": 1, "nodes": 2, "limit": 1})[0]
+    point = rng.random((3, 4))
+    (fn, args), = [(a.split("(")[0], None) for a in out[0, 1, 2, 0].n.atoms()] if hasattr(out[0, 1, 2, 0].n, "atoms") \
+        else [(str(out[0, 1, 2, 0]).split("(")[0], None)]
+    assert fn in NUMERIC and NUMERIC[fn](*point.ravel()) == route(point, 2, 1, 2, 1)[1, 2, 0]
+
+
+def test_node_limited_routing_declarations_are_checked():
+    g = {"nodes": [{"name": "r", "target": approx.ROUTE, "attrs": {"k": 2, "capacity": 1}},
+                   {"name": "m", "target": "aten.mul.Tensor", "attrs": {}}], "tensors": {}}
+    out = approx.apply(g, [{"rule": "node-limited-routing", "node": "r", "nodes": 2, "limit": 1}], "t")
+    assert out["nodes"][0]["attrs"] == {"k": 2, "capacity": 1, "nodes": 2, "limit": 1}
+    assert g["nodes"][0]["attrs"] == {"k": 2, "capacity": 1}
+    for decl, why in [({"node": "m", "nodes": 2, "limit": 1}, "no single"),
+                      ({"node": "r", "nodes": 1, "limit": 1}, "nodes must be an integer >= 2"),
+                      ({"node": "r", "nodes": 2, "limit": 0}, "limit must be an integer >= 1"),
+                      ({"node": "r", "nodes": 2}, "expected")]:
+        with pytest.raises(Malformed, match=why):
+            approx.apply(g, [{"rule": "node-limited-routing", **decl}], "t")
+    twice = [{"rule": "node-limited-routing", "node": "r", "nodes": 2, "limit": 1}] * 2
+    with pytest.raises(Malformed, match="routing over all experts"):
+        approx.apply(g, twice, "t")
+
+
+def test_node_limited_moe_plan_verifies_only_under_the_declared_approximation(tmp_path, capsys):
+    from examples.train.moe_routing_plan import make_case as moe_case
+    from verifier.cli import main
+
+    results = {}
+    for approximate in (True, False):
+        cap = plan.plan_case(moe_case(layers=1, micro_batches=1, approximate=approximate))
+        path = tmp_path / f"case{approximate}.json"
+        plan.write_case(cap.case, str(path))
+        results[approximate] = main(["verify", str(path), "--emit-cert", str(tmp_path / "cert.json")])
+        out = capsys.readouterr().out
+        if not approximate:
+            assert "first unrelated spec operator: 'route'" in out
+    assert results == {True: 0, False: 1}
+    cert = json.loads((tmp_path / "cert.json").read_text())
+    assert [a["rule"] for a in cert["claims"][0]["approximations"]] == ["node-limited-routing"]
+    [res] = replay(str(tmp_path / "cert.json"))
+    assert res.ok and "node-limited-routing (nodes 2, limit 1)" in res.detail
+    del cert["claims"][0]["approximations"]
+    (tmp_path / "cert.json").write_text(json.dumps(cert))
+    [res] = replay(str(tmp_path / "cert.json"))
+    assert not res.ok

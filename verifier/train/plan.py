@@ -42,6 +42,8 @@ class ParallelConfig:
     zero1: bool = False
     batch: int = 1            # samples per micro-batch per DP rank
     rope: str = "gathered"    # under SP: RoPE on the full sequence ("gathered") or on the shards ("sharded")
+    route_nodes: int = 1      # computed MoE routing on the ranks: expert blocks (nodes) ...
+    route_limit: int = 1      # ... of which a token may use this many (node-limited routing)
 
     @property
     def world(self) -> int:
@@ -78,7 +80,8 @@ class TrainCase:
     config: ParallelConfig
     opt: Optimizer = field(default_factory=Optimizer)
     bugs: Bugs = field(default_factory=Bugs)
-    approximations: tuple[str, ...] = ()   # accepted spec rewrites: "local-batch-norm" (certificates/approx.py)
+    approximations: tuple[str, ...] = ()   # accepted spec rewrites (certificates/approx.py):
+    #   "local-batch-norm", "node-limited-routing"
 
 
 def check(c: ModelConfig, p: ParallelConfig) -> None:
@@ -93,7 +96,9 @@ def check(c: ModelConfig, p: ParallelConfig) -> None:
              "expert parallelism: MoE layers, ep == dp, experts divisible by ep"),
             (not p.zero1 or (p.tp == 1 and c.kind == "llama" and c.hidden % p.dp == 0 and c.ffn % p.dp == 0),
              "ZeRO-1: tp == 1, Llama layers, hidden and ffn divisible by dp"),
-            (c.kind != "bn" or not p.sp, "batch-norm layers without sequence parallelism")]
+            (c.kind != "bn" or not p.sp, "batch-norm layers without sequence parallelism"),
+            (p.route_nodes == 1 or (c.kind == "moe" and c.topk and c.experts % p.route_nodes == 0),
+             "node-limited routing: MoE layers with computed routing (topk), experts divisible by route_nodes")]
     bad = [msg for ok, msg in need if not ok]
     if bad:
         raise ValueError("unsupported plan: needs " + "; ".join(bad))
@@ -145,7 +150,7 @@ def rank_role(tc: TrainCase, r: int, g: Groups) -> Role:
     layers = list(range(s * per, (s + 1) * per))
     ls = c.seq // p.tp if p.sp else c.seq          # tokens held in the norm/residual regions
     par = Par(p.tp, g("tp", d, s), p.ep, g("dp", t, s) if p.ep > 1 else None, sp=p.sp, rope=p.rope,
-              rope_offset=0 if b.rope_not_sliced else t * ls)
+              rope_offset=0 if b.rope_not_sliced else t * ls, route_nodes=p.route_nodes, route_limit=p.route_limit)
     params = shapes(c, layers, par)
     first, last = s == 0, s == p.pp - 1
     nxt, prv = (p.rank(d, t, s + 1) if not last else None), (p.rank(d, t, s - 1) if not first else None)
@@ -212,7 +217,7 @@ def _lineage(tc: TrainCase) -> tuple[dict[str, list[str]], dict[str, list[str]]]
     everyone = [f"@r{r}" for r in range(p.world)]
     rel["cos"] = ["cos" + e for e in everyone]
     rel["sin"] = ["sin" + e for e in everyone]
-    if c.kind == "moe":
+    if c.kind == "moe" and not c.topk:
         rel["dispatch"] = [cat([f"dispatch@r{R(d, t, s)}" for d in D], 1) for t in T for s in S]
     exp["loss"] = [f"loss@r{R(d, t, p.pp - 1)}" for d in D for t in T]
     exp["grad_norm"] = ["grad_norm" + e for e in everyone]
@@ -265,15 +270,22 @@ def approximations(tc: TrainCase, spec: dict) -> list[dict]:
 
     ``local-batch-norm``: every training-mode batch norm of the sequential step takes its
     statistics per DP rank's samples (``dp`` groups along the batch), as DP without
-    synchronized batch norm does. With ``dp == 1`` it is exact and nothing is assumed.
+    synchronized batch norm does. ``node-limited-routing``: every routing node of the
+    sequential step routes as the ranks do (``route_nodes`` blocks, ``route_limit`` of
+    them per token). An approximation that changes nothing (dp 1, no node limit) is left out.
     """
-    unknown = set(tc.approximations) - {"local-batch-norm"}
+    p, out = tc.config, []
+    unknown = set(tc.approximations) - {"local-batch-norm", "node-limited-routing"}
     if unknown:
-        raise ValueError(f"unknown approximation(s) {sorted(unknown)} (known: local-batch-norm)")
-    if "local-batch-norm" not in tc.approximations or tc.config.dp == 1:
-        return []
-    return [{"rule": "local-batch-norm", "node": n["name"], "groups": tc.config.dp}
-            for n in spec["nodes"] if n["target"] == "aten.native_batch_norm.default"]
+        raise ValueError(f"unknown approximation(s) {sorted(unknown)} (known: local-batch-norm, node-limited-routing)")
+    for n in spec["nodes"]:
+        if n["target"] == "aten.native_batch_norm.default" and "local-batch-norm" in tc.approximations and p.dp > 1:
+            out.append({"rule": "local-batch-norm", "node": n["name"], "groups": p.dp})
+        if n["target"] == "pvcert.route.default" and "node-limited-routing" in tc.approximations \
+                and p.route_nodes > 1:
+            out.append({"rule": "node-limited-routing", "node": n["name"], "nodes": p.route_nodes,
+                        "limit": p.route_limit})
+    return out
 
 
 def write_case(case: Case, path: str) -> None:

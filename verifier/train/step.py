@@ -126,7 +126,7 @@ def _coll(kind: str, t, group):
 def _forward_stage(p, h, inp, m: int, role: Role):
     c = role.model
     for i in role.layers:
-        disp = inp["dispatch"][m] if c.kind == "moe" else None
+        disp = inp["dispatch"][m] if "dispatch" in inp else None
         h = layer(p, i, h, inp["cos"], inp["sin"], c, role.par, disp, role.groups)
     return h
 
@@ -284,7 +284,7 @@ def step_inputs(role: Role, batch: int) -> dict[str, InputSpec]:
         ins["y"] = InputSpec((M, batch, seq, c.hidden), role="label")
     ins["cos"] = InputSpec((c.seq, c.head_dim), role="buffer")
     ins["sin"] = InputSpec((c.seq, c.head_dim), role="buffer")
-    if c.kind == "moe":
+    if c.kind == "moe" and not c.topk:     # routing declared, not computed
         t = c.seq * batch // role.groups
         ins["dispatch"] = InputSpec((M, role.groups, t, c.experts, c.capacity), role="mask")
     return ins

@@ -1,7 +1,17 @@
-"""Training-mode batch normalization, kept whole by capture (``aten.native_batch_norm``
-and its backward), in the style of ``ops.py``. Input ``[N, C, *]``: statistics per
-channel (dim 1) over every other dim, biased variance; running statistics are not
-modelled (they must be absent). The backward uses the forward's saved mean and 1/std.
+"""Operators of training steps kept whole by capture, in the style of ``ops.py``.
+
+Training-mode batch normalization (``aten.native_batch_norm`` and its backward): input
+``[N, C, *]``, statistics per channel (dim 1) over every other dim, biased variance;
+running statistics are not modelled (they must be absent). The backward uses the
+forward's saved mean and 1/std.
+
+MoE routing (``pvcert.route``, examples/models/routing.py): scores ``[G, T, E]`` to a
+dispatch ``[G, T, E, C]``: each token of group ``g`` in order picks its ``k`` best experts
+and takes the next free of an expert's ``C`` slots (dropped when full). Node-limited
+(DeepSeek-V3): experts are split into ``nodes`` equal blocks, a token first keeps the
+``limit`` blocks with the best top score. Ties go to the lower index. Over symbolic
+scores each dispatch element is an atom of its group's scores, named by the attributes
+and its position, with this numeric meaning; the solvers see an uninterpreted function.
 """
 
 from __future__ import annotations
@@ -9,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import REQ, ShapeError, is_sym, op
-from .poly import apply, to_fraction
+from .poly import NUMERIC, apply, to_fraction
 
 
 def _const(x: np.ndarray, c):
@@ -79,3 +89,42 @@ op("aten.native_batch_norm.default", "input weight? bias? running_mean? running_
 op("aten.native_batch_norm_backward.default",
    "grad_out input weight? running_mean? running_var? save_mean? save_invstd?",
    {"train": REQ, "eps": REQ, "output_mask": REQ}, shape=lambda s, a: _shapes(s, a, True), outputs=3)(_backward)
+
+
+def route(s: np.ndarray, k: int, cap: int, nodes: int, limit: int) -> np.ndarray:
+    """The dispatch of one group's float scores ``[T, E]``: ``[T, E, C]`` of 0/1."""
+    t_n, e_n = s.shape
+    out, used, block = np.zeros((t_n, e_n, cap)), [0] * e_n, e_n // nodes
+    for t in range(t_n):
+        best = sorted(range(nodes), key=lambda b: (-max(s[t, b * block:(b + 1) * block]), b))[:limit]
+        allowed = [e for b in sorted(best) for e in range(b * block, (b + 1) * block)]
+        for e in sorted(allowed, key=lambda e: (-s[t, e], e))[:k]:
+            if used[e] < cap:
+                out[t, e, used[e]] = 1.0
+                used[e] += 1
+    return out
+
+
+def _route_shape(shapes, a):
+    (g, t, e), k, n, lim = (tuple(shapes[0]) + (0, 0))[:3], a["k"], a["nodes"], a["limit"]
+    if len(shapes[0]) != 3 or not (0 < n and e % n == 0 and 0 < lim <= n and 0 < k <= lim * (e // n)) \
+            or a["capacity"] < 1:
+        raise ShapeError(f"route of scores {shapes[0]}: needs [G, T, E], E divisible by nodes {n}, "
+                         f"1 <= limit {lim} <= nodes, 1 <= k {k} <= limit * E / nodes, capacity >= 1")
+    return [(g, t, e, a["capacity"])]
+
+
+def _route(xs, a):
+    s, args = xs[0], (a["k"], a["capacity"], a["nodes"], a["limit"])
+    if not is_sym(s):
+        return [np.stack([route(sg.astype(float), *args) for sg in s])]
+    g_n, t_n, e_n = s.shape
+    out = np.empty((g_n, t_n, e_n, a["capacity"]), dtype=object)
+    for ix in np.ndindex(*out.shape):
+        name = "route_k{}_c{}_n{}_l{}_e{}_at_{}_{}_{}".format(*args, e_n, *ix[1:])
+        NUMERIC.setdefault(name, lambda *v, ix=ix: route(np.reshape(v, (t_n, e_n)), *args)[ix[1:]])
+        out[ix] = apply(name, *s[ix[0]].ravel())
+    return [out]
+
+
+op("pvcert.route.default", "scores", {"k": REQ, "capacity": REQ, "nodes": 1, "limit": 1}, shape=_route_shape)(_route)
