@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 
 from certificates import terms
+from certificates.chain import cone
 from certificates.graph import Graph, Node
 
 from .candidates import Index, base, same
@@ -54,20 +55,75 @@ def readers(v: Node, rel: dict, region):
     return read
 
 
-def twin(hit: tuple | None, canon: dict, k: int) -> list[terms.Term]:
+def twin(hit: tuple | None, canon: dict, k: int, region=None) -> list[terms.Term]:
     """The equations an earlier alike step found for its ``k``-th output, renamed to this
-    step (each impl tensor through the two steps' canonical names), where all names map."""
+    step (each impl tensor through the two steps' canonical names), where all names map.
+    Names beyond the signature's are found by replaying the earlier step's ``recipe``
+    from this step's tensors (``region``: the engine's ``infer.Region``)."""
     if hit is None:
         return []
-    theirs, found = hit
+    theirs, found, steps = hit[0], hit[1], (hit[2] if len(hit) > 2 else None)
     back = {c: t for t, c in canon.items()}
+    if steps and region is not None:
+        replay(steps, back, region)
+    fixed = region.constants if region is not None else ()
     out = []
     for e in list(found.values())[k]:
         try:
-            out.append(terms.rename(e, lambda n: back[theirs[n]]))
+            out.append(terms.rename(e, lambda n: n if n in fixed and n not in theirs else back[theirs[n]]))
         except KeyError:
             continue
     return out
+
+
+RECIPE_NODES = 64   # the most impl nodes a recipe replays
+
+
+def recipe(canon: dict, found: dict, region) -> tuple[dict, list] | None:
+    """How the impl tensors of ``found`` (a step's equations) that its signature does not name
+    are computed from those it does: the impl nodes between them (``certificates.chain.cone``),
+    each as (target, attrs, number of inputs, inputs by canonical name, outputs' new names).
+    A tensor computable from nothing (``region.constants``) keeps its name; an impl input
+    not named by the step is a free slot. None if the cut is larger than ``RECIPE_NODES``.
+    Returns the canonical names extended to the new tensors, and the steps."""
+    fixed = region.constants
+    want = [x for es in found.values() for e in es for x in terms.refs(e) if x not in canon and x not in fixed]
+    if not want:
+        return canon, []
+    nodes = cone(region.impl, want, set(canon) | fixed)
+    if len(nodes) > RECIPE_NODES:
+        return None
+    names, steps = dict(canon), []
+    for n in nodes:
+        ins = tuple(None if t is None else ("c", names[t]) if t in names else ("k", t) if t in fixed else ("l", None)
+                    for t in n.inputs)
+        outs = []
+        for t in n.outputs:
+            names[t] = outs.append(f"x{len(names)}") or outs[-1]
+        steps.append((n.target, n.attrs, ins, tuple(outs)))
+    return names, steps
+
+
+def replay(steps: list, env: dict, region) -> bool:
+    """Extend ``env`` (canonical name -> this step's tensor) along a ``recipe``: each step is
+    matched to a consumer of a tensor already named doing the same (target, attributes,
+    inputs at named slots). False where a step finds no match (the guess is then partial)."""
+    for target, attrs, ins, outs in steps:
+        known = [(i, env.get(c[1]) if c[0] == "c" else c[1]) for i, c in enumerate(ins) if c is not None
+                 and c[0] != "l"]
+        if not known or any(t is None for _, t in known):
+            return False
+        hit = None
+        for n in region.consumers.get(known[0][1], ()):
+            if n.target == target and len(n.inputs) == len(ins) and n.attrs == attrs and \
+                    all(n.inputs[i] == t for i, t in known) and \
+                    all((n.inputs[i] is None) == (c is None) for i, c in enumerate(ins)):
+                hit = n
+                break
+        if hit is None:
+            return False
+        env.update(zip(outs, hit.outputs))
+    return True
 
 
 def valued(guesses: list[terms.Term], index: Index, want) -> list[terms.Term]:

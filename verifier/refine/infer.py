@@ -26,7 +26,8 @@ from certificates.refinement import Outcome, Relation
 from .. import direct
 from ..case import Case
 from .candidates import Index
-from .guesses import carried, propagated, signature, twin, valued
+from .fast import Proved, Terms
+from .guesses import carried, propagated, recipe, signature, twin, valued
 
 
 @dataclass
@@ -64,11 +65,20 @@ def _groups(impl: Graph) -> list[tuple[int, ...]]:
 
 
 NEAR_FIRST = 50   # in larger regions, what the frontier's alike consumers make is searched first
+TWINS = 4   # alike steps (by signature) kept per signature, each with its recipe
 MAX_EQUATIONS = 64   # per spec tensor, the shortest (a constant tensor equals every arrangement)
 
 
-def _prove(prover: Chain, rel: dict, v: Node, found: dict) -> list[Outcome]:
-    found = {o: sorted(cs, key=lambda c: (len(str(c)), str(c)))[:MAX_EQUATIONS] for o, cs in found.items()}
+def _shortest(found: dict, texts: Terms) -> dict:
+    """Each output's equations, the shortest first, at most ``MAX_EQUATIONS``."""
+    def order(c):
+        t = texts.text(c)
+        return len(t), t
+    return {o: sorted(cs, key=order)[:MAX_EQUATIONS] for o, cs in found.items()}
+
+
+def _prove(prover: Chain | Proved, rel: dict, v: Node, found: dict, texts: Terms) -> list[Outcome]:
+    found = _shortest(found, texts)
     try:
         return prover.prove(rel, v, found)
     except Unsupported as e:  # e.g. an integer tensor whose values cannot be enumerated
@@ -124,23 +134,45 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         inf.failure = Failure(None, str(e), {}, {})
         return inf
     index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), chain(r.spec, r.impl, limits)
+    texts = Terms()
+    # Obligations equal up to renaming to one that held are reused without the chain's JSON key;
+    # only for the chain itself (a subclass may decide differently, e.g. by value).
+    proved = Proved(prover, texts) if type(prover) is Chain else None
+    steps = proved or prover
     rel = inf.relation
-    memo: dict[str, tuple] = {}   # step signature -> (its canonical names, the relation found)
+    memo: dict[str, list] = {}   # step signature -> [(its canonical names, the relation found, recipe)]
+    outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
     for k, v in enumerate(r.spec.nodes):
         if progress:
             progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
-        frontier = {x for t in ins for e in rel[t] for x in terms.refs(e)}
-        outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
+        frontier = {x for t in ins for e in rel[t] for x in texts.refs(e)}
         sig, canon = signature(v, ins, rel, region, r.spec)
         outs, found = [], {}
-        for tier in (lambda o: valued(twin(memo.get(sig), canon, v.outputs.index(o)), index, s_vals[o]),
-                     lambda o: carried(v, o, rel, region, index, s_vals[o]),
+        full = bool(set(v.outputs) & outputs)
+        twinned = False
+        for hit in [] if full else memo.get(sig, ()):
+            guess = {o: twin(hit, canon, i, region) for i, o in enumerate(v.outputs)}
+            if not all(guess.values()):
+                continue
+            outs = []
+            if proved is not None:
+                # an earlier alike step's equations, renamed: if the obligation is one already
+                # decided (same canonical tuple), its outcomes are reused as they are
+                found = _shortest(guess, texts)
+                outs = proved.reuse(proved.key(rel, v, found), found) or []
+            if not outs:
+                found = {o: valued(g, index, s_vals[o]) for o, g in guess.items()}
+                outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
+            twinned = bool(outs) and all(out.holds for out in outs)
+            if twinned:
+                break
+        for tier in (lambda o: carried(v, o, rel, region, index, s_vals[o]),
                      lambda o: propagated(v, o, rel, region, index, s_vals[o])):
-            if outs and all(out.holds for out in outs) or set(v.outputs) & outputs:
+            if outs and all(out.holds for out in outs) or full:
                 break
             found = {o: tier(o) for o in v.outputs}
-            outs = _prove(prover, rel, v, found) if all(found.values()) else []
+            outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
         reach, explored = set(), []
         if not outs or not all(out.holds for out in outs):
             reach, explored = region.grow(frontier)
@@ -150,9 +182,9 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             found = {o: (near and index.find(s_vals[o], near, r.spec.tensors[o].is_int))
                      or index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
                      or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
-            outs = _prove(prover, rel, v, found) if all(found.values()) else []
-        tried = {o: [str(c) for c in cs] for o, cs in found.items()}
-        term = {str(c): c for cs in found.values() for c in cs}
+            outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
+        tried = {o: [texts.text(c) for c in cs] for o, cs in found.items()}
+        term = {texts.text(c): c for cs in found.values() for c in cs}
         for out in outs:
             if out.holds:
                 rel.setdefault(out.spec, []).append(term[out.expr])
@@ -162,8 +194,10 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         missing = [o for o in v.outputs if not rel.get(o)]
         if missing and not explored:
             explored = region.grow(frontier)[1]
-        if not missing:
-            memo.setdefault(sig, (canon, {o: rel[o] for o in v.outputs}))
+        if not missing and not twinned and len(memo.setdefault(sig, [])) < TWINS:
+            mine = {o: rel[o] for o in v.outputs}
+            how = recipe(canon, mine, region)
+            memo[sig].append((canon, mine) if how is None else (how[0], mine, how[1]))
         if missing:
             inf.failure = Failure(v, f"no clean expression over the impl relates '{missing[0]}'",
                                   {t: [str(e) for e in rel[t]] for t in ins}, tried, explored)

@@ -1,0 +1,149 @@
+"""Per-step bookkeeping without repeated Python work: term texts, and obligations known to hold.
+
+*Terms*: a clean expression's text and its tensor names, computed once per term object
+(``text``, ``refs``, ``template``: the text with every name blanked, so that a renamed
+term's text is the template filled with the new names).
+
+*Proved*: the checker's ``Chain`` decides each obligation once per canonical key
+(``certificates.chain.key``), but computes the cut (``obligation``) and the key as JSON
+text for every step. ``Proved.key`` is the same canonical description as a tuple, built
+from cached per-node and per-term parts: the same spec node, the same hypotheses, the
+same impl cone (cut by the checker's own ``cone``, with the same hypotheses dropped where
+the cone recomputes a frontier tensor), the same conclusions, every tensor renamed by
+first appearance in the same order, with its shape, dtype and range. Equal tuples give
+equal checker keys (each part is the checker's own text or integers), so an obligation
+whose tuple was decided before (and held) is the same statement up to renaming, and its
+outcomes are reused exactly as the chain's own cache would reuse them. Anything else goes
+to the chain.
+"""
+
+from __future__ import annotations
+
+import json
+
+from certificates import terms
+from certificates.chain import Chain, cone
+from certificates.graph import Graph, Node
+from certificates.refinement import Outcome, Relation
+
+
+class Terms:
+    """Texts of clean expressions, once per term object (the objects are kept alive here)."""
+
+    def __init__(self) -> None:
+        self._info: dict[int, tuple] = {}
+
+    def info(self, t: terms.Term) -> tuple:
+        """``(term, text, refs, template)``."""
+        got = self._info.get(id(t))
+        if got is None:
+            refs = tuple(terms.refs(t))
+            got = (t, str(t), refs, str(terms.rename(t, lambda n: "\0")))
+            self._info[id(t)] = got
+        return got
+
+    def text(self, t: terms.Term) -> str:
+        return self.info(t)[1]
+
+    def refs(self, t: terms.Term) -> tuple:
+        return self.info(t)[2]
+
+    def template(self, t: terms.Term) -> str:
+        return self.info(t)[3]
+
+    def make(self, template: str, names: tuple, t: terms.Term) -> terms.Term:
+        """Register ``t`` (known to be ``template`` over ``names``) without printing it again."""
+        if id(t) not in self._info:
+            parts = template.split("\0")
+            text = "".join(p + n for p, n in zip(parts, names)) + parts[-1]
+            self._info[id(t)] = (t, text, tuple(names), template)
+        return t
+
+
+class Proved:
+    """Obligations already decided (and holding), by an exact canonical tuple."""
+
+    def __init__(self, chain: Chain, texts: Terms) -> None:
+        self.chain, self.texts = chain, texts
+        self.spec, self.impl, self.ranges = chain.spec, chain.impl, chain.ranges
+        self.known: dict[tuple, list[Outcome]] = {}
+        self._nodes: dict[int, tuple] = {}
+        self.hits = 0
+
+    def _static(self, g: Graph, n: Node) -> tuple:
+        got = self._nodes.get(id(n))
+        if got is None:
+            ranks = n.group is not None and tuple(g.tensors[t].rank for t in n.inputs if t)
+            got = (n, n.target, ranks, json.dumps(sorted(n.attrs.items()), separators=(",", ":"), default=str))
+            self._nodes[id(n)] = got
+        return got[1:]
+
+    def key(self, rel: Relation, node: Node, outputs: Relation) -> tuple | None:
+        """The canonical tuple of ``node``'s obligation with conclusions ``outputs``, or None
+        where the chain would refuse it (an input with no usable hypothesis)."""
+        refs = self.texts.refs
+        ins = [t for t in dict.fromkeys(node.inputs) if t is not None]
+        rin = {t: list(rel[t]) for t in ins}
+        targets = [r for es in outputs.values() for e in es for r in refs(e)]
+        while True:   # as certificates.chain.obligation
+            frontier = {r for es in rin.values() for e in es for r in refs(e)}
+            nodes = cone(self.impl, targets, frontier)
+            inside = {t for n in nodes for t in n.outputs} & frontier
+            if not inside:
+                break
+            rin = {t: [e for e in es if not set(refs(e)) & inside] for t, es in rin.items()}
+        if any(not es for es in rin.values()):
+            return None
+        names: dict[tuple[str, str], int] = {}
+        order: list[tuple[str, str]] = []
+
+        def name(side: str, t: str | None):
+            if t is None:
+                return None
+            k = (side, t)
+            got = names.get(k)
+            if got is None:
+                got = names[k] = len(order)
+                order.append(k)
+            return got
+
+        def term(e: terms.Term) -> tuple:
+            _, _, rs, tmpl = self.texts.info(e)
+            return tmpl, tuple(name("i", r) for r in rs)
+
+        body: list = [self._static(self.spec, node), tuple(name("s", t) for t in node.inputs),
+                      tuple(name("s", t) for t in node.outputs)]
+        body.append(tuple((name("s", t), tuple(term(e) for e in es)) for t, es in rin.items()))
+        for n in nodes:
+            body.append((self._static(self.impl, n), tuple(name("i", t) for t in n.inputs),
+                         tuple(name("i", t) for t in n.outputs)))
+        body.append(tuple((name("s", t), tuple(term(e) for e in es)) for t, es in outputs.items()))
+        produced = {t for n in nodes for t in n.outputs}
+        shapes = []
+        for side, t in order:
+            x = (self.spec if side == "s" else self.impl).tensors[t]
+            rng = x.range
+            if side == "i" and rng is None and x.is_int and t not in produced:
+                rng = self.ranges.get(t)
+            shapes.append((x.shape, x.dtype, rng))
+        return tuple(body), tuple(shapes)
+
+    def reuse(self, k: tuple | None, outputs: Relation) -> list[Outcome] | None:
+        """The outcomes of an obligation with key ``k`` decided before, under these names."""
+        hit = self.known.get(k) if k is not None else None
+        if hit is None:
+            return None
+        self.hits += 1
+        self.chain.reused += 1
+        pairs = [(s, self.texts.text(e)) for s, es in outputs.items() for e in es]
+        return [Outcome(s, e, c.elements, dict(c.methods)) for (s, e), c in zip(pairs, hit)]
+
+    def prove(self, rel: Relation, node: Node, outputs: Relation) -> list[Outcome]:
+        k = self.key(rel, node, outputs)
+        got = self.reuse(k, outputs)
+        if got is not None:
+            return got
+        out = self.chain.prove(rel, node, outputs)
+        if k is not None and out and all(o.holds for o in out):
+            self.known[k] = out
+        return out
