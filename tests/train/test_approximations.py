@@ -102,6 +102,15 @@ def test_local_batch_norm_plan_verifies_under_the_declared_approximation(bn_cert
     p.write_text(json.dumps(cert))
     [res] = replay(str(p))
     assert res.ok and "assuming local-batch-norm (groups 2) at 4 nodes" in res.detail
+    _schema_valid(cert)
+
+
+def _schema_valid(cert: dict) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from test_schemas import REGISTRY, SCHEMAS
+
+    # (per-operator evidence has no schema yet: the claims are what is checked here)
+    jsonschema.Draft202012Validator(SCHEMAS["certificate"], registry=REGISTRY).validate(dict(cert, evidence={}))
 
 
 def test_without_the_approximation_the_plan_is_rejected_at_the_batch_norm(bn_cert, capsys):
@@ -162,9 +171,11 @@ def test_routing_semantics_match_the_model_and_the_numeric_meaning_of_its_atoms(
     sym = np.array([[[Rat.var(f"s{t}{e}") for e in range(4)] for t in range(3)]], dtype=object)
     out = lookup("pvcert.route.default").run([sym], {"k": 2, "capacity": 1, "nodes": 2, "limit": 1})[0]
     point = rng.random((3, 4))
-    (fn, args), = [(a.split("(")[0], None) for a in out[0, 1, 2, 0].n.atoms()] if hasattr(out[0, 1, 2, 0].n, "atoms") \
-        else [(str(out[0, 1, 2, 0]).split("(")[0], None)]
-    assert fn in NUMERIC and NUMERIC[fn](*point.ravel()) == route(point, 2, 1, 2, 1)[1, 2, 0]
+    (atom,) = out[0, 1, 2, 0].atoms()   # one atom of the group's 12 scores per dispatch element
+    fn = atom.split("(")[0]
+    assert atom.count("s") == 12 and fn in NUMERIC
+    for ix in np.ndindex(3, 4, 1):
+        assert NUMERIC[str(out[(0,) + ix]).split("(")[0]](*point.ravel()) == route(point, 2, 1, 2, 1)[ix]
 
 
 def test_node_limited_routing_declarations_are_checked():
@@ -202,6 +213,7 @@ def test_node_limited_moe_plan_verifies_only_under_the_declared_approximation(tm
     assert [a["rule"] for a in cert["claims"][0]["approximations"]] == ["node-limited-routing"]
     [res] = replay(str(tmp_path / "cert.json"))
     assert res.ok and "node-limited-routing (nodes 2, limit 1)" in res.detail
+    _schema_valid(cert)
     del cert["claims"][0]["approximations"]
     (tmp_path / "cert.json").write_text(json.dumps(cert))
     [res] = replay(str(tmp_path / "cert.json"))
