@@ -16,6 +16,8 @@ from certificates.limits import Limits
 def cmd_verify(args: argparse.Namespace) -> int:
     from .case import load_case
 
+    if args.case.endswith(".py") and _defines(args.case, "make_template"):
+        return _verify_template(args)
     case = load_case(args.case)
     limits = Limits(seconds=args.timeout)
     if case.approximations:
@@ -28,6 +30,40 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.staged:
         return _verify_staged(case, args, limits)
     return _verify_per_operator(case, args, limits)
+
+
+def _defines(path: str, name: str) -> bool:
+    """Whether the module at ``path`` defines a top-level function ``name`` (read, not run)."""
+    import ast
+
+    try:
+        tree = ast.parse(open(path).read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return False   # load_case reports it
+    return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
+
+
+def _verify_template(args: argparse.Namespace) -> int:
+    """A templated plan (``make_template()``, docs/templates.md): blocks, then the wiring."""
+    from . import certificate
+    from .train.template import load_template, verify
+
+    t0 = time.perf_counter()
+    try:
+        tc = load_template(args.case)
+    except ValueError as e:
+        raise Malformed(args.case, str(e)) from None
+    res = verify(tc)
+    secs = time.perf_counter() - t0
+    if not res.ok:
+        print(f"REJECT {tc.name}: {res.reason} ({secs:.2f} s)")
+        return REJECT
+    if args.emit_cert:
+        certificate.write(res.cert, args.emit_cert)
+        print(f"certificate written to {args.emit_cert}")
+    print(f"VERIFIED {tc.name}: {res.reason}; blocks {res.times['blocks_s']:.1f} s, "
+          f"wiring {res.times['wiring_s']:.1f} s ({secs:.1f} s)")
+    return ACCEPT
 
 
 def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:

@@ -99,3 +99,18 @@ def test_dp2_tp2_pp2_mb2_verifies(tmp_path, capsys):
         "dp2-tp2-pp2-mb2-sp", "tp2-mb2-sp-sharded-rope", "dp2-tp2-pp2-mb2-sp-sharded-rope"])
 def test_plan_verifies_and_replays(module, kw, tmp_path, capsys):
     assert "VERIFIED" in _verify(_case(module, **kw), tmp_path, capsys)
+
+
+def test_pvcert_verify_routes_a_templated_plan(tmp_path, capsys):
+    from verifier.cli import main
+
+    mod = tmp_path / "tpl.py"
+    mod.write_text("from verifier.train.template import TemplateCase\n\n\ndef make_template():\n"
+                   "    return TemplateCase('tiny_template', 2, 2, 2, 2, 2, seq=8, hidden=8)\n")
+    cert = tmp_path / "cert.json"
+    assert main(["verify", str(mod), "--emit-cert", str(cert)]) == 0
+    assert "VERIFIED tiny_template: 8 ranks" in capsys.readouterr().out
+    assert main(["replay", str(cert)]) == 0
+    mod.write_text("def make_template():\n    return 3\n")
+    assert main(["verify", str(mod)]) == 2
+    assert "TemplateCase" in capsys.readouterr().err
