@@ -40,10 +40,13 @@ def apply(graph: dict, approximations: Any, where: str) -> dict:
     """``graph`` (graph JSON) with every approximation applied; the input is not changed."""
     if not isinstance(approximations, list):
         raise Malformed(where, "'approximations' must be a list")
-    g = dict(graph, nodes=list(graph.get("nodes", [])), tensors=dict(graph.get("tensors", {})))
+    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list) \
+            or not isinstance(graph.get("tensors"), dict):
+        raise Malformed(where, "the spec is not a graph with 'nodes' and 'tensors'")
+    g = dict(graph, nodes=list(graph["nodes"]), tensors=dict(graph["tensors"]))
     for i, a in enumerate(approximations):
         here = f"{where}: approximation #{i}"
-        rule = RULES.get(a.get("rule")) if isinstance(a, dict) else None
+        rule = RULES.get(a.get("rule")) if isinstance(a, dict) and isinstance(a.get("rule"), str) else None
         if rule is None or set(a) != {"rule", "node", *rule[0]}:
             raise Malformed(here, "expected " + " or ".join(
                 f"{{'rule': '{r}', 'node': name, {', '.join(repr(f) + ': n' for f in fs)}}}"
@@ -51,7 +54,10 @@ def apply(graph: dict, approximations: Any, where: str) -> dict:
         for f, least in rule[0].items():
             if not isinstance(a[f], int) or isinstance(a[f], bool) or a[f] < least:
                 raise Malformed(here, f"{f} must be an integer >= {least}, got {a[f]!r}")
-        rule[1](g, a, here)
+        try:
+            rule[1](g, a, here)
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as e:   # a malformed graph
+            raise Malformed(here, f"cannot rewrite this graph ({type(e).__name__}: {e})") from None
     return g
 
 

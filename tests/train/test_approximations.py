@@ -67,12 +67,16 @@ def test_rewrite_leaves_its_input_alone_and_refuses_bad_declarations():
            ({"rule": "local-batch-norm", "node": "bn", "groups": 1}, ">= 2"),
            ({"rule": "local-batch-norm", "node": "bn", "groups": True}, ">= 2"),
            ({"rule": "sync-free-routing", "node": "bn", "groups": 2}, "expected"),
+           ({"rule": ["local-batch-norm"], "node": "bn", "groups": 2}, "expected"),
            ({"rule": "local-batch-norm", "node": "bn", "groups": 2, "extra": 1}, "expected")]
     for decl, why in bad:
         with pytest.raises(Malformed, match=why):
             approx.apply(g, [decl], "t")
     with pytest.raises(Malformed, match="must be a list"):
         approx.apply(g, {"rule": "local-batch-norm"}, "t")
+    for broken in ({**g, "tensors": []}, {**g, "nodes": [{**g["nodes"][0]}, {**g["nodes"][1], "inputs": 3}]}):
+        with pytest.raises(Malformed):
+            approx.apply(broken, [{"rule": "local-batch-norm", "node": "bn", "groups": 2}], "t")
     g["outputs"].append("mean")
     with pytest.raises(Malformed, match="graph outputs"):
         approx.apply(g, [{"rule": "local-batch-norm", "node": "bn", "groups": 2}], "t")
