@@ -19,8 +19,6 @@ to the chain.
 
 from __future__ import annotations
 
-import json
-
 from certificates import terms
 from certificates.chain import Chain, cone
 from certificates.graph import Graph, Node
@@ -32,6 +30,14 @@ class Terms:
 
     def __init__(self) -> None:
         self._info: dict[int, tuple] = {}
+        self._attrs: dict[int, tuple] = {}
+
+    def attrs(self, n: Node) -> str:
+        """``repr`` of a node's sorted attributes, once per node (the node is kept alive here)."""
+        got = self._attrs.get(id(n))
+        if got is None:
+            got = self._attrs[id(n)] = (n, repr(sorted(n.attrs.items())))
+        return got[1]
 
     def info(self, t: terms.Term) -> tuple:
         """``(term, text, refs, template)``."""
@@ -74,7 +80,7 @@ class Proved:
         got = self._nodes.get(id(n))
         if got is None:
             ranks = n.group is not None and tuple(g.tensors[t].rank for t in n.inputs if t)
-            got = (n, n.target, ranks, json.dumps(sorted(n.attrs.items()), separators=(",", ":"), default=str))
+            got = (n, n.target, ranks, self.texts.attrs(n))
             self._nodes[id(n)] = got
         return got[1:]
 

@@ -18,44 +18,67 @@ from certificates.chain import cone
 from certificates.graph import Graph, Node
 
 from .candidates import Index, base, same
+from .fast import Terms
 
 
-def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph) -> tuple[str, dict]:
-    """The step as text with every impl tensor renamed by first appearance: the operator,
-    its inputs' shapes and equations, and the impl nodes doing what the step does on what
+def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph, texts: Terms | None = None) -> tuple[tuple, dict]:
+    """The step with every impl tensor renamed by first appearance: the operator, its
+    inputs' shapes and equations, and the impl nodes doing what the step does on what
     those equations name (``readers``). Steps with equal signatures (layer after layer) are
     alike up to the renaming, so an earlier one's equations, renamed, are the first guess
-    (``twin``)."""
-    canon: dict[str, str] = {}
+    (``twin``). Equations enter as their printed form with the names blanked (``Terms``)
+    and the canonical numbers of the names; attributes as their ``repr``."""
+    texts = texts or Terms()
+    canon: dict[str, int] = {}
 
-    def ren(t: str | None) -> str | None:
-        return t if t is None else canon.setdefault(t, f"t{len(canon)}")
-    parts: list = [v.target, sorted(v.attrs.items()), [spec.tensors[u].shape for u in ins]]
-    parts += [[str(terms.rename(e, ren)) for e in rel[u][:16]] for u in ins]
-    read = readers(v, rel, region)
+    def ren(t: str | None) -> int | None:
+        if t is None:
+            return None
+        got = canon.get(t)
+        if got is None:
+            got = canon[t] = len(canon)
+        return got
+    parts: list = [v.target, texts.attrs(v), tuple(spec.tensors[u].shape for u in ins)]
+    for u in ins:
+        eqs = []
+        for e in rel[u][:16]:
+            _, _, rs, tmpl = texts.info(e)
+            eqs.append((tmpl, tuple(ren(x) for x in rs)))
+        parts.append(tuple(eqs))
+    read = readers(v, rel, region, texts)
     for x in list(canon):
-        parts.append([(sorted(n.attrs.items()), [ren(i) for i in n.inputs], [ren(o) for o in n.outputs])
-                      for n in read(x, None)])
-    return repr(parts), canon
+        parts.append(tuple((texts.attrs(n), tuple(ren(i) for i in n.inputs), tuple(ren(o) for o in n.outputs))
+                           for n in read(x, None)))
+    return tuple(parts), canon
 
 
-def readers(v: Node, rel: dict, region):
+def readers(v: Node, rel: dict, region, texts: Terms | None = None):
     """``read(x, u)``: the impl nodes doing what ``v`` does that read ``x`` (named by input
     ``u``'s equations; None: any input's) and, if ``v`` has several inputs, also read what
     another input's equations name (a rotary table feeds every layer's multiplication;
     only one of them is this step's)."""
+    refs = texts.refs if texts is not None else terms.refs
     ins = list(dict.fromkeys(t for t in v.inputs if t is not None))
-    named = {u: {x for e in rel.get(u, [])[:16] for x in terms.refs(e)} for u in ins}
+    named = {u: {x for e in rel.get(u, [])[:16] for x in refs(e)} for u in ins}
+    reads = getattr(region, "reads", None)
 
     def read(x: str, u: str | None) -> list[Node]:
         owners = [w for w in ins if x in named[w]] if u is None else [u]
         other = set().union(*(named[w] for w in ins if w not in owners))
-        return [n for n in region.consumers.get(x, ()) if n.target == v.target
-                and (not other or any(i in other for i in n.inputs))]
+        if reads is None:
+            near = [n for n in region.consumers.get(x, ()) if n.target == v.target]
+        else:
+            near = reads.get((x, v.target), ())
+            if other and len(near) > 8:   # a tensor many read (a rotary table): start from the others
+                far = [reads.get((y, v.target), ()) for y in other]
+                if sum(map(len, far)) < len(near):
+                    hit = {id(n): n for ns in far for n in ns if x in n.inputs}
+                    return sorted(hit.values(), key=lambda n: region.impl.position[n.name])
+        return [n for n in near if not other or any(i in other for i in n.inputs)]
     return read
 
 
-def twin(hit: tuple | None, canon: dict, k: int, region=None) -> list[terms.Term]:
+def twin(hit: tuple | None, canon: dict, k: int, region=None, texts: Terms | None = None) -> list[terms.Term]:
     """The equations an earlier alike step found for its ``k``-th output, renamed to this
     step (each impl tensor through the two steps' canonical names), where all names map.
     Names beyond the signature's are found by replaying the earlier step's ``recipe``
@@ -70,9 +93,13 @@ def twin(hit: tuple | None, canon: dict, k: int, region=None) -> list[terms.Term
     out = []
     for e in list(found.values())[k]:
         try:
-            out.append(terms.rename(e, lambda n: n if n in fixed and n not in theirs else back[theirs[n]]))
+            new = terms.rename(e, lambda n: n if n in fixed and n not in theirs else back[theirs[n]])
         except KeyError:
             continue
+        if texts is not None:
+            _, _, rs, tmpl = texts.info(e)
+            texts.make(tmpl, tuple(n if n in fixed and n not in theirs else back[theirs[n]] for n in rs), new)
+        out.append(new)
     return out
 
 

@@ -91,7 +91,11 @@ class Region:
     def __init__(self, impl: Graph) -> None:
         self.impl = impl
         self.consumers: dict[str, list[Node]] = defaultdict(list)
+        self.reads: dict[tuple[str, str], list[Node]] = defaultdict(list)   # (tensor, target) -> readers
         for n in impl.nodes:
+            for t in dict.fromkeys(n.inputs):
+                if t is not None:
+                    self.reads[t, n.target].append(n)
             for t in n.inputs:
                 if t is not None:
                     self.consumers[t].append(n)
@@ -147,12 +151,12 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         frontier = {x for t in ins for e in rel[t] for x in texts.refs(e)}
-        sig, canon = signature(v, ins, rel, region, r.spec)
+        sig, canon = signature(v, ins, rel, region, r.spec, texts)
         outs, found = [], {}
         full = bool(set(v.outputs) & outputs)
         twinned = False
         for hit in [] if full else memo.get(sig, ()):
-            guess = {o: twin(hit, canon, i, region) for i, o in enumerate(v.outputs)}
+            guess = {o: twin(hit, canon, i, region, texts) for i, o in enumerate(v.outputs)}
             if not all(guess.values()):
                 continue
             outs = []
