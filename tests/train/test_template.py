@@ -54,7 +54,7 @@ def test_mutation_rejected(name):
 def test_mutation_reasons_name_what_differs():
     s = schedule(SMALL)
     cases = {"drop_grad_allreduce": "over [(0, 0), (0, 1)] (2 pairs)", "loss_scale_missing_dp": "scale 1/16",
-             "shuffled_micro_batches": "saved act[3, 0, 1] and seed gact[4, 0, 0",
+             "shuffled_micro_batches": "gets act[3, 0, 1], gact[4, 0, 0, 1/32]; needs act[3, 0, 1], gact[4, 0, 1",
              "allreduce_as_allgather": "gathered", "swap_pp_peer": "label[0, 0]"}
     for name, text in cases.items():
         with pytest.raises(Rejected, match=r"rank \[.*event .*") as e:
