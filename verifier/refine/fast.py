@@ -86,51 +86,53 @@ class Proved:
 
     def key(self, rel: Relation, node: Node, outputs: Relation) -> tuple | None:
         """The canonical tuple of ``node``'s obligation with conclusions ``outputs``, or None
-        where the chain would refuse it (an input with no usable hypothesis)."""
-        refs = self.texts.refs
+        where the chain would refuse it (an input with no usable hypothesis). Spec and impl
+        tensors are numbered apart, each by first appearance."""
+        info, impl = self.texts.info, self.impl
         ins = [t for t in dict.fromkeys(node.inputs) if t is not None]
-        rin = {t: list(rel[t]) for t in ins}
-        targets = [r for es in outputs.values() for e in es for r in refs(e)]
+        rin = {t: rel[t] for t in ins}
+        targets = [r for es in outputs.values() for e in es for r in info(e)[2]]
         while True:   # as certificates.chain.obligation
-            frontier = {r for es in rin.values() for e in es for r in refs(e)}
-            nodes = cone(self.impl, targets, frontier)
-            inside = {t for n in nodes for t in n.outputs} & frontier
+            frontier = {r for es in rin.values() for e in es for r in info(e)[2]}
+            nodes = cone(impl, targets, frontier)
+            inside = frontier.intersection([t for n in nodes for t in n.outputs])
             if not inside:
                 break
-            rin = {t: [e for e in es if not set(refs(e)) & inside] for t, es in rin.items()}
+            rin = {t: [e for e in es if not inside.intersection(info(e)[2])] for t, es in rin.items()}
         if any(not es for es in rin.values()):
             return None
-        names: dict[tuple[str, str], int] = {}
-        order: list[tuple[str, str]] = []
+        snames: dict[str, int] = {}
+        inames: dict[str, int] = {}
+        s_in = tuple(None if t is None else snames.setdefault(t, len(snames)) for t in node.inputs)
+        s_out = tuple(snames.setdefault(t, len(snames)) for t in node.outputs)
 
-        def name(side: str, t: str | None):
-            if t is None:
-                return None
-            k = (side, t)
-            got = names.get(k)
-            if got is None:
-                got = names[k] = len(order)
-                order.append(k)
-            return got
-
-        def term(e: terms.Term) -> tuple:
-            _, _, rs, tmpl = self.texts.info(e)
-            return tmpl, tuple(name("i", r) for r in rs)
-
-        body: list = [self._static(self.spec, node), tuple(name("s", t) for t in node.inputs),
-                      tuple(name("s", t) for t in node.outputs)]
-        body.append(tuple((name("s", t), tuple(term(e) for e in es)) for t, es in rin.items()))
+        def eqs(r: Relation) -> tuple:
+            out = []
+            for t, es in r.items():
+                for e in es:
+                    _, _, rs, tmpl = info(e)
+                    out.append((snames[t], tmpl, tuple([inames.setdefault(x, len(inames)) for x in rs])))
+                out.append(snames[t])
+            return tuple(out)
+        body: list = [self._static(self.spec, node), s_in, s_out, eqs(rin)]
+        statics, static = self._nodes, self._static
         for n in nodes:
-            body.append((self._static(self.impl, n), tuple(name("i", t) for t in n.inputs),
-                         tuple(name("i", t) for t in n.outputs)))
-        body.append(tuple((name("s", t), tuple(term(e) for e in es)) for t, es in outputs.items()))
+            got = statics.get(id(n))
+            body.append((got[1:] if got is not None else static(impl, n),
+                         tuple([None if t is None else inames.setdefault(t, len(inames)) for t in n.inputs]),
+                         tuple([inames.setdefault(t, len(inames)) for t in n.outputs])))
+        body.append(eqs(outputs))
         produced = {t for n in nodes for t in n.outputs}
         shapes = []
-        for side, t in order:
-            x = (self.spec if side == "s" else self.impl).tensors[t]
+        for t in snames:
+            x = self.spec.tensors[t]
+            shapes.append((x.shape, x.dtype, x.range))
+        tensors, ranges = impl.tensors, self.ranges
+        for t in inames:
+            x = tensors[t]
             rng = x.range
-            if side == "i" and rng is None and x.is_int and t not in produced:
-                rng = self.ranges.get(t)
+            if rng is None and x.is_int and t not in produced:
+                rng = ranges.get(t)
             shapes.append((x.shape, x.dtype, rng))
         return tuple(body), tuple(shapes)
 

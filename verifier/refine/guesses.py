@@ -60,20 +60,21 @@ def readers(v: Node, rel: dict, region, texts: Terms | None = None):
     refs = texts.refs if texts is not None else terms.refs
     ins = list(dict.fromkeys(t for t in v.inputs if t is not None))
     named = {u: {x for e in rel.get(u, [])[:16] for x in refs(e)} for u in ins}
-    reads = getattr(region, "reads", None)
+    target = v.target
+    near_of = getattr(region, "reading", None) or \
+        (lambda x, tgt: [n for n in region.consumers.get(x, ()) if n.target == tgt])
 
     def read(x: str, u: str | None) -> list[Node]:
+        near = near_of(x, target)
+        if len(ins) == 1 and (u is not None or x in named[ins[0]]):
+            return list(near)   # one input: nothing else to read
         owners = [w for w in ins if x in named[w]] if u is None else [u]
         other = set().union(*(named[w] for w in ins if w not in owners))
-        if reads is None:
-            near = [n for n in region.consumers.get(x, ()) if n.target == v.target]
-        else:
-            near = reads.get((x, v.target), ())
-            if other and len(near) > 8:   # a tensor many read (a rotary table): start from the others
-                far = [reads.get((y, v.target), ()) for y in other]
-                if sum(map(len, far)) < len(near):
-                    hit = {id(n): n for ns in far for n in ns if x in n.inputs}
-                    return sorted(hit.values(), key=lambda n: region.impl.position[n.name])
+        if other and len(near) > 8 and hasattr(region, "reading"):   # a tensor many read (a rotary table)
+            far = [near_of(y, target) for y in other]
+            if sum(map(len, far)) < len(near):
+                hit = {id(n): n for ns in far for n in ns if x in n.inputs}
+                return sorted(hit.values(), key=lambda n: region.impl.position[n.name])
         return [n for n in near if not other or any(i in other for i in n.inputs)]
     return read
 

@@ -91,15 +91,20 @@ class Region:
     def __init__(self, impl: Graph) -> None:
         self.impl = impl
         self.consumers: dict[str, list[Node]] = defaultdict(list)
-        self.reads: dict[tuple[str, str], list[Node]] = defaultdict(list)   # (tensor, target) -> readers
+        self._reading: dict[tuple[str, str], list[Node]] = {}
         for n in impl.nodes:
-            for t in dict.fromkeys(n.inputs):
-                if t is not None:
-                    self.reads[t, n.target].append(n)
             for t in n.inputs:
                 if t is not None:
                     self.consumers[t].append(n)
         self.constants, _ = self._close(set(), [n for n in impl.nodes if not any(n.inputs)])
+
+    def reading(self, t: str, target: str) -> list[Node]:
+        """The nodes with ``target`` that read ``t``, each once, in graph order."""
+        got = self._reading.get((t, target))
+        if got is None:
+            got = self._reading[t, target] = list({id(n): n for n in self.consumers.get(t, ())
+                                                   if n.target == target}.values())
+        return got
 
     def _close(self, region: set[str], work: list[Node]) -> tuple[set[str], list[Node]]:
         done: set[str] = set()
