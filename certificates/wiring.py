@@ -1,9 +1,5 @@
-"""Replay of ``train-template`` claims (docs/templates.md: format, abstract semantics, soundness).
-
-Each block (``fwd``, ``bwd``, ``loss``, ``sgd``) is a refinement claim, replayed as such, whose
-relations must be exactly the interface rebuilt here; then every rank runs its stage's program
-abstractly on value tags (``Run``).
-"""
+"""Replay of ``train-template`` claims: each block is a refinement claim whose relations must be the
+interface rebuilt here; the schedule runs abstractly on every rank (docs/templates.md explains)."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ BINARY = {"+": (1, operator.add), "-": (1, operator.sub), "*": (2, operator.mul)
 
 
 def formula(text, where: str) -> tuple[Fn, frozenset]:
-    """Compile a formula (integers, names, ``+ - * // %``, parentheses; no eval) to a function of an
-    environment; also give the rank and loop variables it uses (not ``j``)."""
+    """Compile a formula (integers, names, + - * // %, parentheses; no eval); also its rank and loop variables."""
     if not isinstance(text, str) or len(text) > 200:
         raise Malformed(where, f"formula {text!r} must be a string of at most 200 characters")
     toks = TOKEN.findall(text)[::-1]     # a stack: the next token last
@@ -45,7 +40,8 @@ def formula(text, where: str) -> tuple[Fn, frozenset]:
             return lambda e, v=int(tk): v
         if tk in NAMES:
             return lambda e: e[tk]
-        raise Malformed(where, f"formula {text!r}: " + (f"unexpected {tk!r}" if tk else "incomplete or too deep"))
+        why = f"unexpected {tk!r}" if tk else "incomplete or nested too deeply"
+        raise Malformed(where, f"formula {text!r}: {why}")
 
     def expr(depth: int, least: int) -> Fn:     # precedence climbing: operators binding at least this tightly
         f = operand(depth)
@@ -87,20 +83,21 @@ def compile_body(body, where: str, count: list) -> list:
     """Statements -> ``(op, label, fields, rev)``, every field validated and compiled here, once."""
     if not isinstance(body, list):
         raise Malformed(where, "a body must be a list of statements")
-    out = []
-    for i, s in enumerate(body):
-        w, op = f"{where}.{i}", s.get("do") if isinstance(s, dict) else None
-        keys = FIELDS[op].split() if isinstance(op, str) and op in FIELDS else None
-        count[0] += 1
-        if keys is None or set(s) - {"do", "rev"} != set(keys) or count[0] > 10_000:
-            raise Malformed(w, f"bad statement {str(s)[:80]} (fields of {op!r}: {keys})")
-        if (bad := next((k for k in CHOICES if k in keys and s[k] not in CHOICES[k]), None)):
-            raise Malformed(w, f"bad {bad} {s[bad]!r}")
-        f = {k: compile_body(s[k], w, count) if k == "body" else s[k] if k in CHOICES else
-             formulas(s[k], w, k, COUNTS.get(k)) if k in REGISTERS or k in COUNTS or op == "acc" else
-             formula(s[k], w)[0] for k in keys}
-        out.append((op, f"{op}@{w}", {**f, "do": op}, bool(s.get("rev"))))
-    return out
+    return [statement(s, f"{where}.{i}", count) for i, s in enumerate(body)]
+
+
+def statement(s, w: str, count: list) -> tuple:
+    op = s.get("do") if isinstance(s, dict) else None
+    keys = FIELDS[op].split() if isinstance(op, str) and op in FIELDS else None
+    count[0] += 1
+    if keys is None or set(s) - {"do", "rev"} != set(keys) or count[0] > 10_000:
+        raise Malformed(w, f"bad statement {str(s)[:80]} (fields of {op!r}: {keys})")
+    if (bad := next((k for k in CHOICES if k in keys and s[k] not in CHOICES[k]), None)):
+        raise Malformed(w, f"bad {bad} {s[bad]!r}")
+    f = {k: compile_body(s[k], w, count) if k == "body" else s[k] if k in CHOICES else
+         formulas(s[k], w, k, COUNTS.get(k)) if k in REGISTERS or k in COUNTS or op == "acc" else
+         formula(s[k], w)[0] for k in keys}
+    return op, f"{op}@{w}", {**f, "do": op}, bool(s.get("rev"))
 
 
 def key(ref: tuple, env: dict) -> tuple:
@@ -117,10 +114,8 @@ class Fault(Exception):
 
 
 class Run:
-    """The abstract execution of every rank ``(d, t, p)`` (docs/templates.md, abstract semantics).
-
-    Handler ``do_<op>`` checks one event and returns None or a rendezvous ``(kind, group, payload,
-    register for the result)``; the group of ``send``/``recv`` is ``(sender, receiver)``."""
+    """The abstract run of every rank ``(d, t, p)``. Handler ``do_<op>`` checks one event and returns None or a
+    rendezvous ``(kind, group, payload, register for the result)``; send/recv groups are (sender, receiver)."""
 
     def __init__(self, dims: dict, tp_group: tuple, programs: list, limits) -> None:
         self.dims, self.tp_group, self.programs, self.limits = dims, tp_group, programs, limits
@@ -128,8 +123,7 @@ class Run:
         self.full = (1 << (dims["dp"] * dims["M"])) - 1                 # the mask of every (replica, micro) pair
         self.c = Fraction(1, dims["M"] * dims["dp"] * dims["B"] * dims["S"] * dims["H"])
         # layers held per (d, t), (d, t, layer) updated, groups per (formulas, size, values of their variables)
-        self.own, self.updated, self.cache = {}, set(), {}
-        self.metrics = self.events = 0
+        self.own, self.updated, self.cache, self.metrics, self.events = {}, set(), {}, 0, 0
         self.do = {op: getattr(self, f"do_{op}") for op in FIELDS if op != "for"}
 
     def rank(self, ref: tuple, env: dict) -> tuple:
@@ -139,7 +133,6 @@ class Run:
         return x
 
     def group(self, ref: tuple, size: int, env: dict) -> tuple:
-        """The distinct ranks ``ref`` gives for ``j`` = 0 .. size-1."""
         ck = (id(ref), size, *[env[n] for n in ref[2]])
         if ck not in self.cache:
             g = tuple(self.rank(ref, {**env, "j": j}) for j in range(size))
@@ -154,7 +147,7 @@ class Run:
         return regs[k]
 
     def block(self, r: tuple, f: dict, env: dict) -> tuple[tuple, int | None]:
-        """The TP group of a block instance (holding ``r`` at position ``t``) and the layer, which ``r`` holds."""
+        # the TP group of a block instance, holding r at position t, and the layer, which r must hold
         g, lay = self.group(self.tp_group, self.dims["tp"], env), f["layer"](env) if "layer" in f else None
         if g[r[1]] != r:
             raise Fault(f"TP group {[list(x) for x in g]} does not hold this rank at position t={r[1]}")
@@ -244,9 +237,7 @@ class Run:
                         env[f["var"]] = x
                         yield from self.body(r, f["body"], env, regs, loop + ((f["var"], x),))
                 elif (ev := self.do[op](r, f, env, regs)) is not None:
-                    got = yield ev, (r, label, loop)
-                    if ev[3] is not None:
-                        regs[ev[3]] = got
+                    regs[ev[3]] = yield ev, (r, label, loop)     # register None: a result nobody reads
             except Fault as e:
                 raise Rejected(f"{at((r, label, loop))}: {e}") from None
             except (ZeroDivisionError, KeyError) as e:
@@ -278,7 +269,7 @@ class Run:
             if len(pend[k]) == len(group):
                 self.fire(kind, group, pend.pop(k), value)
                 ready += group
-        if (blocked := {x: (k[0], *v) for k, m in pend.items() for x, v in m.items()}):
+        if (blocked := {x: (k[0], *v) for k, m in pend.items() for x, v in m.items()}):    # the lowest rank first
             group, _, who, kind = blocked[min(blocked, key=lambda x: (x[2], x[0], x[1]))]
             peer = group[1] if kind == "send" else group[0]
             on = f"rank {list(peer)}" if kind in ("send", "recv") else f"group {[list(x) for x in group]}"
@@ -305,8 +296,8 @@ class Run:
         if v[0] not in ("grad", "loss"):
             return f"{v[0]}[{', '.join(map(str, v[1:]))}]"
         pairs = [divmod(i, self.dims["M"]) for i in range(v[-2].bit_length()) if v[-2] >> i & 1]
-        more = "..." if len(pairs) > 4 else ""
-        return f"{v[0]}{list(v[1:-2])} over {pairs[:4]}{more} ({len(pairs)} pairs) at scale {v[-1]}"
+        over = "all" if v[-2] == self.full else f"{pairs[:4]}{'...' if len(pairs) > 4 else ''}"
+        return f"{v[0]}{list(v[1:-2])} over {over} ({len(pairs)} pairs) at scale {v[-1]}"
 
     def add(self, a: tuple, b: tuple, who: tuple | None = None) -> tuple:
         """The sum of one tensor at one scale over disjoint (replica, micro-batch) pair sets."""
