@@ -11,16 +11,20 @@ The checker cuts that impl subgraph itself. By induction over a topological orde
 Obligations identical modulo renaming (layer after layer, rank after rank) are
 decided once: ``key`` is a canonical text of the obligation with every tensor
 renamed by order of first appearance, so equal keys mean the same statement.
+
+``replay_refinement`` replays a ``refinement`` claim: whole-graph evidence (each output
+equation decided at once) or per-operator evidence (the chain above).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterable
+from typing import Any, Iterable
 
-from . import terms
-from .graph import Graph, Node
+from . import approx, refinement, terms
+from .errors import Malformed, Rejected, field
+from .graph import Graph, Node, parse_graph
 from .limits import Limits
 from .refinement import Outcome, Relation, check
 
@@ -205,3 +209,106 @@ class Chain:
         out = check(ls, li, rin, rout, self.limits, strict=False)
         self.cache[k] = out
         return out
+
+
+# ---------------------------------------------------------------- replay of refinement claims
+
+def graph_artifact(arts: dict, aid: Any, where: str, limits: Limits, assumed: Any = ()) -> Graph:
+    """The graph artifact ``aid``, with the claim's approximations (if any) applied."""
+    if aid not in arts:
+        raise Malformed(where, f"names artifact {aid!r}, which the subject does not list")
+    kind, value, awhere = arts[aid]
+    if kind != "graph":
+        raise Malformed(where, f"artifact '{aid}' is a {kind!r}, not a graph")
+    return parse_graph(approx.apply(value, assumed, f"{where}: approximations") if assumed else value, awhere, limits)
+
+
+def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
+    assumed = claim.get("approximations", [])
+    spec = graph_artifact(arts, claim.get("spec"), where, limits, assumed)
+    impl = graph_artifact(arts, claim.get("impl"), where, limits)
+    rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation",
+                                    True, limits)
+    rout = refinement.parse_relation(claim.get("output_relation"), spec, impl,
+                                     f"{where}: output_relation", False, limits)
+    unrelated = [t for t in spec.outputs if t not in rout]
+    if unrelated:
+        raise Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
+    method = evidence.get("method")
+    if method == "whole-graph":
+        detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)
+    elif method == "per-operator":
+        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits)
+    else:
+        raise Rejected(f"evidence method {method!r} is not known to this checker")
+    under = f" (assuming {approx.describe(assumed)})" if assumed else ""
+    return f"{spec.name} refined by {impl.name}{under}: {detail}"
+
+
+def summary(outcomes: list) -> str:
+    methods: dict[str, int] = {}
+    for o in outcomes:
+        for m, k in o.methods.items():
+            methods[m] = methods.get(m, 0) + k
+    total = sum(o.elements for o in outcomes)
+    return f"{total} elements ({', '.join(f'{k} by {m}' for m, k in sorted(methods.items()))})"
+
+
+def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits) -> str:
+    claimed = {}
+    for o in field(evidence, "obligations", list, where):
+        key = (field(o, "spec", str, f"{where}: obligation"), field(o, "expr", str, f"{where}: obligation"))
+        claimed[key] = field(o, "elements", int, f"{where}: obligation {key[0]} = {key[1]}")
+    derived = {(s, str(t)) for s, ts in rout.items() for t in ts}
+    if set(claimed) != derived:
+        extra = sorted(map(str, set(claimed) ^ derived))[:1]
+        raise Rejected(f"evidence obligations do not match the claim's output relation: {extra}")
+    outcomes = refinement.check(spec, impl, rin, rout, limits)
+    for o in outcomes:
+        if not o.holds:
+            raise Rejected(o.failure)
+        if claimed[(o.spec, o.expr)] != o.elements:
+            raise Rejected(f"evidence says {claimed[(o.spec, o.expr)]} elements for {o.spec} = {o.expr}, "
+                           f"replay found {o.elements}")
+    return f"{len(outcomes)} equations, {summary(outcomes)}"
+
+
+def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits) -> str:
+    """Check the chain: order, completeness, every local obligation, then the expectation."""
+    found = refinement.parse_relation(field(evidence, "relation", dict, where), spec, impl,
+                                      f"{where}: evidence relation", False, limits)
+    for t in found:
+        if t in spec.inputs:
+            raise Malformed(where, f"evidence relation redefines spec input '{t}'")
+    rel = {**rin, **found}
+    steps = field(evidence, "steps", list, where)
+    if not all(isinstance(s, str) for s in steps):
+        raise Malformed(where, "evidence steps must be spec operator names")
+    by_name = {n.name: n for n in spec.nodes}
+    if sorted(steps) != sorted(by_name):
+        missing = sorted(set(by_name) - set(steps))
+        raise Rejected(f"steps do not list every spec operator exactly once"
+                       f"{': missing ' + repr(missing[0]) if missing else ''}")
+    known, prover, outcomes = set(spec.inputs), Chain(spec, impl, limits), []
+    for name in steps:
+        node = by_name[name]
+        for t in node.inputs:
+            if t is not None and t not in known:
+                raise Rejected(f"step '{name}' uses '{t}' before the step that produces it")
+        for t in node.outputs:
+            if t not in rel:
+                raise Rejected(f"relation incomplete: no clean expression for '{t}' (output of '{name}')")
+            known.add(t)
+        for o in prover.prove(rel, node, {t: rel[t] for t in node.outputs}):
+            if not o.holds:
+                raise Rejected(f"step '{name}' ({node.target}): {o.failure}")
+            outcomes.append(o)
+    for t in rout:
+        if t not in rel:
+            raise Rejected(f"expectation on '{t}', which the relation does not cover")
+    for o in prover.prove(rel, None, rout):
+        if not o.holds:
+            raise Rejected(f"expectation not met: {o.failure}")
+        outcomes.append(o)
+    return (f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), "
+            f"{summary(outcomes)}")

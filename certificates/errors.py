@@ -1,5 +1,8 @@
 """Checker outcomes as exceptions, and the documented exit codes."""
 
+from typing import Any
+
+
 ACCEPT, REJECT, MALFORMED, LIMIT = 0, 1, 2, 3
 
 
@@ -35,3 +38,10 @@ class Rejected(CheckError):
     """A claim that does not hold (or cannot be re-derived); carries the reason."""
 
     exit_code = REJECT
+
+
+def field(obj: Any, key: str, kind, where: str) -> Any:
+    """``obj[key]``, which must exist and be a ``kind``; else ``Malformed``."""
+    if not isinstance(obj, dict) or key not in obj or not isinstance(obj[key], kind):
+        raise Malformed(where, f"missing or mistyped field '{key}'")
+    return obj[key]

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
-from . import chain, refinement, replay, shapes
-from .errors import Malformed
+from . import chain, refinement, shapes
+from .errors import Malformed, Rejected, field
 from .limits import Limits, canonical_bytes
 
 
@@ -33,39 +33,39 @@ def _stage(s, i: int, where: str) -> tuple:
 
 
 def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    """Check a staged refinement claim; raises ``replay.Rejected`` with the reason."""
-    spec = replay._graph(arts, replay._field(claim, "spec", str, where), where, limits)
-    impl = replay._graph(arts, replay._field(claim, "impl", str, where), where, limits)
+    """Check a staged refinement claim; raises ``Rejected`` with the reason."""
+    spec = chain.graph_artifact(arts, field(claim, "spec", str, where), where, limits)
+    impl = chain.graph_artifact(arts, field(claim, "impl", str, where), where, limits)
     rels = {"input": refinement.parse_relation(claim.get("input_relation"), spec, impl,
                                                f"{where}: input_relation", True, limits),
             "output": refinement.parse_relation(claim.get("output_relation"), spec, impl,
                                                 f"{where}: output_relation", False, limits)}
     unrelated = [t for t in spec.outputs if t not in rels["output"]]
     if unrelated:
-        raise replay.Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
+        raise Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
     if evidence.get("method") != "staged":
-        raise replay.Rejected(f"evidence method {evidence.get('method')!r} is not 'staged'")
-    classes = replay._field(replay._field(evidence, "reduction", dict, where), "classes", list, where)
+        raise Rejected(f"evidence method {evidence.get('method')!r} is not 'staged'")
+    classes = field(field(evidence, "reduction", dict, where), "classes", list, where)
     try:
         rspec, rimpl, red, out = shapes.reduce(arts[claim["spec"]][1], arts[claim["impl"]][1], spec, impl, rels,
                                                classes, where, limits)
     except shapes.Unjustified as e:
-        raise replay.Rejected(f"reduction not justified: {e}") from None
-    hashes = replay._field(evidence, "reduced_sha256", dict, where)
+        raise Rejected(f"reduction not justified: {e}") from None
+    hashes = field(evidence, "reduced_sha256", dict, where)
     for side in ("spec", "impl"):
         if hashes.get(side) != hashlib.sha256(canonical_bytes(out[side])).hexdigest():
-            raise replay.Rejected(f"the reduced {side} graph derived from the reduction has another sha256")
-    found = refinement.parse_relation(replay._field(evidence, "relation", dict, where), rspec, rimpl,
+            raise Rejected(f"the reduced {side} graph derived from the reduction has another sha256")
+    found = refinement.parse_relation(field(evidence, "relation", dict, where), rspec, rimpl,
                                       f"{where}: evidence relation", False, limits)
     if set(found) & set(rspec.inputs):
         raise Malformed(where, "evidence relation redefines a spec input")
     rel = {**red["input"], **found}
-    raw = replay._field(evidence, "stages", list, where)
+    raw = field(evidence, "stages", list, where)
     stages = [_stage(s, i, where) for i, s in enumerate(raw)]
     by_name = {n.name: n for n in rspec.nodes}
     steps = [op for op, *_ in stages[:-1]]
     if not stages or stages[-1][0] is not None or len(set(steps)) != len(steps) or set(steps) != set(by_name):
-        raise replay.Rejected("stages must list every spec operator exactly once, then the expectations (null)")
+        raise Rejected("stages must list every spec operator exactly once, then the expectations (null)")
     known, ranges = set(rspec.inputs), chain.integer_ranges(rimpl)
     keys: list[str] = []
     outcomes: list = []
@@ -80,27 +80,27 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             goal = {t: rel[t] for t in node.outputs if t in rel}
             missing += [t for t in node.outputs if t not in rel]
         if missing:
-            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): '{missing[0]}' is not related before it")
+            raise Rejected(f"stage #{i} ({op or 'expectations'}): '{missing[0]}' is not related before it")
         ls, li, rin, rout = chain.obligation(rspec, rimpl, rel, node, goal, ranges)
         keys.append(hashlib.sha256(chain.key(ls, li, rin, rout).encode()).hexdigest())
         if keys[i] != digest:
-            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): its key is not the key of its obligation")
+            raise Rejected(f"stage #{i} ({op or 'expectations'}): its key is not the key of its obligation")
         if by != i:
             if stages[by][1] != by or keys[by] != keys[i] or stages[by][2] != elements:
-                raise replay.Rejected(f"stage #{i} ({op or 'expectations'}) is not the same obligation as "
+                raise Rejected(f"stage #{i} ({op or 'expectations'}) is not the same obligation as "
                                       f"stage #{by}, which is said to prove it")
             continue
         if any(not es for es in rin.values()):
-            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): an input relation cannot be used")
+            raise Rejected(f"stage #{i} ({op or 'expectations'}): an input relation cannot be used")
         outs = chain.decide(ls, li, rin, rout, limits)
         bad = next((o for o in outs if not o.holds), None)
         if bad:
-            raise replay.Rejected(f"stage #{i} ({op or 'expectations'}): {bad.failure}")
+            raise Rejected(f"stage #{i} ({op or 'expectations'}): {bad.failure}")
         if sum(o.elements for o in outs) != elements:
-            raise replay.Rejected(f"stage #{i}: evidence says {elements} elements, replay found "
+            raise Rejected(f"stage #{i}: evidence says {elements} elements, replay found "
                                   f"{sum(o.elements for o in outs)}")
         outcomes += outs
     reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
     return (f"{spec.name} refined by {impl.name} at reduced shapes ({shapes.volume(rspec) + shapes.volume(rimpl)} "
             f"of {shapes.volume(spec) + shapes.volume(impl)} elements): {len(stages)} stages, {reps} proved, "
-            f"{len(stages) - reps} matched, {replay._summary(outcomes)}")
+            f"{len(stages) - reps} matched, {chain.summary(outcomes)}")
