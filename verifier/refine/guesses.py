@@ -21,6 +21,9 @@ from .candidates import Index, base, same
 from .fast import Terms
 
 
+READERS = False   # signatures also name the readers (else a twin's recipe finds them: cheaper, as good)
+
+
 def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph, texts: Terms | None = None) -> tuple[tuple, dict]:
     """The step with every impl tensor renamed by first appearance: the operator, its
     inputs' shapes and equations, and the impl nodes doing what the step does on what
@@ -45,6 +48,8 @@ def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph, texts: Te
             _, _, rs, tmpl = texts.info(e)
             eqs.append((tmpl, tuple(ren(x) for x in rs)))
         parts.append(tuple(eqs))
+    if not READERS:
+        return tuple(parts), canon
     read = readers(v, rel, region, texts)
     for x in list(canon):
         parts.append(tuple((texts.attrs(n), tuple(ren(i) for i in n.inputs), tuple(ren(o) for o in n.outputs))
@@ -79,78 +84,96 @@ def readers(v: Node, rel: dict, region, texts: Terms | None = None):
     return read
 
 
-def twin(hit: tuple | None, canon: dict, k: int, region=None, texts: Terms | None = None) -> list[terms.Term]:
-    """The equations an earlier alike step found for its ``k``-th output, renamed to this
-    step (each impl tensor through the two steps' canonical names), where all names map.
-    Names beyond the signature's are found by replaying the earlier step's ``recipe``
-    from this step's tensors (``region``: the engine's ``infer.Region``)."""
-    if hit is None:
-        return []
-    theirs, found, steps = hit[0], hit[1], (hit[2] if len(hit) > 2 else None)
-    back = {c: t for t, c in canon.items()}
-    if steps and region is not None:
-        replay(steps, back, region)
-    fixed = region.constants if region is not None else ()
-    out = []
-    for e in list(found.values())[k]:
-        try:
-            new = terms.rename(e, lambda n: n if n in fixed and n not in theirs else back[theirs[n]])
-        except KeyError:
-            continue
-        if texts is not None:
-            _, _, rs, tmpl = texts.info(e)
-            texts.make(tmpl, tuple(n if n in fixed and n not in theirs else back[theirs[n]] for n in rs), new)
-        out.append(new)
-    return out
-
-
 RECIPE_NODES = 64   # the most impl nodes a recipe replays
 
 
-def recipe(canon: dict, found: dict, region) -> tuple[dict, list] | None:
-    """How the impl tensors of ``found`` (a step's equations) that its signature does not name
-    are computed from those it does: the impl nodes between them (``certificates.chain.cone``),
-    each as (target, attrs, number of inputs, inputs by canonical name, outputs' new names).
-    A tensor computable from nothing (``region.constants``) keeps its name; an impl input
-    not named by the step is a free slot. None if the cut is larger than ``RECIPE_NODES``.
-    Returns the canonical names extended to the new tensors, and the steps."""
-    fixed = region.constants
-    want = [x for es in found.values() for e in es for x in terms.refs(e) if x not in canon and x not in fixed]
-    if not want:
-        return canon, []
-    nodes = cone(region.impl, want, set(canon) | fixed)
-    if len(nodes) > RECIPE_NODES:
-        return None
-    names, steps = dict(canon), []
-    for n in nodes:
-        ins = tuple(None if t is None else ("c", names[t]) if t in names else ("k", t) if t in fixed else ("l", None)
-                    for t in n.inputs)
-        outs = []
-        for t in n.outputs:
-            names[t] = outs.append(f"x{len(names)}") or outs[-1]
-        steps.append((n.target, n.attrs, ins, tuple(outs)))
-    return names, steps
+class Twin:
+    """A step's equations as a pattern for later steps with the same signature.
+
+    Each impl tensor of the equations is either one the signature names (by its canonical
+    number), one the ``recipe`` computes from those, or a tensor computable from nothing
+    (``region.constants``), which keeps its name. The recipe is the impl nodes between the
+    named tensors and the others (``certificates.chain.cone``), each as (target, attributes,
+    inputs by canonical name or constant, outputs' new names); an impl input the step does
+    not name is a free slot. Without a recipe (a cut larger than ``RECIPE_NODES``), the
+    equations naming other tensors are left out."""
+
+    def __init__(self, canon: dict, found: dict, region, texts: Terms) -> None:
+        fixed = region.constants
+        want = [x for es in found.values() for e in es for x in texts.refs(e) if x not in canon and x not in fixed]
+        names, self.steps = dict(canon), []
+        nodes = cone(region.impl, want, set(canon) | fixed) if want else []
+        if len(nodes) <= RECIPE_NODES:
+            for n in nodes:
+                ins = [None if t is None else ("c", names[t]) if t in names else ("k", t) if t in fixed
+                       else ("l", None) for t in n.inputs]
+                outs = []
+                for t in n.outputs:
+                    names[t] = f"x{len(names)}"
+                    outs.append(names[t])
+                known = [(i, c[0] == "c", c[1]) for i, c in enumerate(ins) if c is not None and c[0] != "l"]
+                self.steps.append((n.target, n.attrs, len(ins), tuple(c is None for c in ins), known, outs))
+        self.eqs = []   # per output: (term, template, [(canonical?, canonical name or tensor)])
+        for es in found.values():
+            row = []
+            for e in es:
+                _, _, rs, tmpl = texts.info(e)
+                slots = [(True, names[x]) if x in names else (False, x) if x in fixed else None for x in rs]
+                if None not in slots:
+                    row.append((e, tmpl, rs, slots))
+            self.eqs.append(row)
+
+    def guess(self, canon: dict, region, texts: Terms) -> list[list[terms.Term]]:
+        """Per output, the equations renamed to a step with canonical names ``canon``."""
+        back = {c: t for t, c in canon.items()}
+        if self.steps:
+            replay(self.steps, back, region)
+        out = []
+        for row in self.eqs:
+            mine = []
+            for e, tmpl, rs, slots in row:
+                names = tuple(back.get(c) if named else c for named, c in slots)
+                if None in names:
+                    continue
+                new = terms.rename(e, dict(zip(rs, names)).__getitem__)
+                mine.append(texts.make(tmpl, names, new))
+            out.append(mine)
+        return out
 
 
 def replay(steps: list, env: dict, region) -> bool:
-    """Extend ``env`` (canonical name -> this step's tensor) along a ``recipe``: each step is
-    matched to a consumer of a tensor already named doing the same (target, attributes,
-    inputs at named slots). False where a step finds no match (the guess is then partial)."""
-    for target, attrs, ins, outs in steps:
-        known = [(i, env.get(c[1]) if c[0] == "c" else c[1]) for i, c in enumerate(ins) if c is not None
-                 and c[0] != "l"]
-        if not known or any(t is None for _, t in known):
+    """Extend ``env`` (canonical name -> this step's tensor) along a recipe (``Twin``): each
+    node is matched to a reader of a tensor already named doing the same (target,
+    attributes, inputs at named slots). False where a node finds no match (the guess is
+    then partial)."""
+    reading = region.reading
+    for target, attrs, n_in, nones, slots, outs in steps:
+        known = []
+        for i, named, c in slots:
+            t = env.get(c) if named else c
+            if t is None:
+                return False
+            known.append((i, t))
+        if not known:
             return False
-        hit = None
-        for n in region.consumers.get(known[0][1], ()):
-            if n.target == target and len(n.inputs) == len(ins) and n.attrs == attrs and \
-                    all(n.inputs[i] == t for i, t in known) and \
-                    all((n.inputs[i] is None) == (c is None) for i, c in enumerate(ins)):
-                hit = n
-                break
-        if hit is None:
+        near = reading(known[0][1], target)
+        for _, t in known[1:]:
+            other = reading(t, target)
+            if len(other) < len(near):
+                near = other
+        for n in near:
+            ins = n.inputs
+            if len(ins) != n_in or n.attrs != attrs:
+                continue
+            for i, t in known:
+                if ins[i] != t:
+                    break
+            else:
+                if True not in nones or all((x is None) == none for x, none in zip(ins, nones)):
+                    env.update(zip(outs, n.outputs))
+                    break
+        else:
             return False
-        env.update(zip(outs, hit.outputs))
     return True
 
 

@@ -16,7 +16,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from certificates import terms
 from certificates.chain import Chain
 from certificates.errors import Unsupported
 from certificates.graph import Graph, Node
@@ -27,7 +26,7 @@ from .. import direct
 from ..case import Case
 from .candidates import Index
 from .fast import Proved, Terms
-from .guesses import carried, propagated, recipe, signature, twin, valued
+from .guesses import Twin, carried, propagated, signature, valued
 
 
 @dataclass
@@ -149,7 +148,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
     proved = Proved(prover, texts) if type(prover) is Chain else None
     steps = proved or prover
     rel = inf.relation
-    memo: dict[str, list] = {}   # step signature -> [(its canonical names, the relation found, recipe)]
+    memo: dict[tuple, list[Twin]] = {}   # step signature -> earlier steps' equations as patterns
     outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
     for k, v in enumerate(r.spec.nodes):
         if progress:
@@ -161,7 +160,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         full = bool(set(v.outputs) & outputs)
         twinned = False
         for hit in [] if full else memo.get(sig, ()):
-            guess = {o: twin(hit, canon, i, region, texts) for i, o in enumerate(v.outputs)}
+            guess = dict(zip(v.outputs, hit.guess(canon, region, texts)))
             if not all(guess.values()):
                 continue
             outs = []
@@ -204,9 +203,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         if missing and not explored:
             explored = region.grow(frontier)[1]
         if not missing and not twinned and len(memo.setdefault(sig, [])) < TWINS:
-            mine = {o: rel[o] for o in v.outputs}
-            how = recipe(canon, mine, region)
-            memo[sig].append((canon, mine) if how is None else (how[0], mine, how[1]))
+            memo[sig].append(Twin(canon, {o: rel[o] for o in v.outputs}, region, texts))
         if missing:
             inf.failure = Failure(v, f"no clean expression over the impl relates '{missing[0]}'",
                                   {t: [str(e) for e in rel[t]] for t in ins}, tried, explored)
