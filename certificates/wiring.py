@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Callable
 
 from . import terms
+from .chain import graph_artifact, replay_refinement
 from .errors import LimitExceeded, Malformed, Rejected
 
 DIMS = ("L", "dp", "tp", "pp", "M", "B", "S", "H")
@@ -372,8 +373,6 @@ def check_schedule(claim: dict, dims: dict, where: str, limits) -> Run:
 
 
 def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits) -> str:
-    from .replay import _graph, replay_refinement   # replay registers this module: import late
-
     dims = check_dims(claim, where)
     blocks, bev = claim.get("blocks"), evidence.get("blocks")
     if not isinstance(blocks, dict) or not isinstance(bev, dict) or set(blocks) != {"fwd", "bwd", "loss", "sgd"}:
@@ -382,7 +381,7 @@ def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits)
     for k, b in blocks.items():
         if not isinstance(b, dict) or b.get("kind") != "refinement" or not isinstance(bev.get(k), dict):
             raise Rejected(f"block '{k}' is not a refinement claim with evidence")
-        graphs[k] = (_graph(arts, b.get("spec"), where, limits), _graph(arts, b.get("impl"), where, limits))
+        graphs[k] = tuple(graph_artifact(arts, b.get(side), where, limits) for side in ("spec", "impl"))
     check_interface(blocks, graphs, dims["tp"], where)
     done = [f"{k}: {replay_refinement(b, bev[k], arts, f'{where}: block {k}', limits)}" for k, b in blocks.items()]
     run = check_schedule(claim, dims, where, limits)
