@@ -66,14 +66,6 @@ def _refinement(*args) -> str:
     return replay_refinement(*args)
 
 
-replay_refinement = _refinement
-
-
-def _graph(*args, **kw):  # TEMPORARY alias for wiring.py (to be removed)
-    from .chain import graph_artifact
-    return graph_artifact(*args, **kw)
-
-
 def _kernel(*args) -> str:
     from .kernel import replay_kernel
     return replay_kernel(*args)
