@@ -5,7 +5,7 @@
 forward and backward over a TP group of 8, the loss head, SGD on a shard) are verified
 at reduced shapes with the real TP degree; the schedule is checked rank by rank.
 
-    python -m verifier.train.template examples/train/llama70b_template.py --emit-cert c.json
+    pvcert verify examples/train/llama70b_template.py --emit-cert c.json
     pvcert replay c.json
 
 ``make_template(...)`` takes other degrees, e.g. the Llama3-405B shape:
