@@ -147,3 +147,26 @@ def test_llama70b_shape(tmp_path):
     _first(bad["claims"][0]["programs"][0]["body"], "send")["peer"].__setitem__(0, "(d+1)%dp")
     p.write_text(json.dumps(bad))
     assert not _replay_ok(p)[0]
+
+
+def test_random_schedule_edits_never_crash_the_checker(small_cert, tmp_path):
+    """Random leaf edits of the claim (outside the block claims): replay answers, never crashes."""
+    from certificates.errors import CheckError
+    from conftest import mutations
+
+    cert = json.loads(small_cert.read_text())
+    schedule = {k: v for k, v in cert["claims"][0].items() if k != "blocks"}
+    values = [None, 0, -1, 7, "d", "p+1", "1//0", "m*m", [], {}, ["a", "0", "0"], True, "x" * 300]
+    accepted = 0
+    for i, (path, edited) in enumerate(mutations(schedule, 11, 40, values)):
+        c = json.loads(small_cert.read_text())
+        c["claims"][0].update(edited)
+        p = tmp_path / f"m{i}.json"
+        p.write_text(json.dumps(c))
+        try:
+            accepted += all(r.ok for r in replay(str(p)))
+        except CheckError:
+            pass
+    # the few accepted edits are equivalent plans (e.g. 'm*m' for 'm' with M = 2) or a restated
+    # claim (another H: another loss scale, which the verdict line states)
+    assert accepted <= 5
