@@ -243,3 +243,152 @@ def test_per_operator_certificate_fuzz_never_crashes(per_op_cert, tmp_path):
         if ok:
             assert c["claims"] == per_op_cert["claims"], path
             assert c["subject"] == per_op_cert["subject"], path
+
+
+# --- caches of the engine (verifier/refine/fast.py, guesses.Twin, verifier/ir.parsed) --------------
+
+def _layers(n: int, scale=(2.0,), clone: bool = True):
+    """``n`` alike layers ``H_{k+1} = gelu(H_k) * s_k`` on 2 ranks (rows sharded); the impl
+    copies its input first (``clone``), so the gelu's readers are not the related tensors."""
+    from verifier.ir import GraphBuilder
+    s = GraphBuilder("layers")
+    s.input("H0", [4, 2], "activation")
+    g = GraphBuilder("layers_impl", 2)
+    for r in range(2):
+        g.input(f"h0@r{r}", [2, 2], "activation", rank=r)
+    for k in range(n):
+        sk = scale[k % len(scale)]
+        s.node("aten.gelu.default", [f"H{k}"], f"A{k}")
+        s.node("aten.mul.Scalar", [f"A{k}"], f"H{k + 1}", other=sk)
+        for r in range(2):
+            src = f"h{k}@r{r}"
+            if clone:
+                src = g.node("aten.clone.default", [src], f"c{k}@r{r}", rank=r, name=f"clone{k}@r{r}")
+            g.node("aten.gelu.default", [src], f"a{k}@r{r}", rank=r, name=f"gelu{k}@r{r}")
+            g.node("aten.mul.Scalar", [f"a{k}@r{r}"], f"h{k + 1}@r{r}", rank=r, other=sk, name=f"mul{k}@r{r}")
+    s.output(f"H{n}")
+    g.output(f"h{n}@r0", f"h{n}@r1")
+    return case_of(s, g, {"H0": ["concat(h0@r0, h0@r1, dim=0)"]}, {f"H{n}": [f"concat(h{n}@r0, h{n}@r1, dim=0)"]})
+
+
+def _count(monkeypatch, owner, name):
+    calls = []
+    orig = getattr(owner, name)
+
+    def counted(*a, **k):
+        calls.append(a)
+        return orig(*a, **k)
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_alike_steps_share_their_obligation(monkeypatch):
+    """Layer after layer the steps are alike up to renaming: the chain decides each kind once
+    and is not asked again (the engine's canonical tuple finds it); the certificate replays."""
+    from certificates.chain import Chain
+    asked = _count(monkeypatch, Chain, "prove")
+    inf = infer(_layers(6))
+    assert inf.verified and len(inf.steps) == 12
+    # decided: the first gelu, the first mul, the expectation; the 10 other steps are reused
+    assert inf.obligations == 3 and len(asked) == 3 and inf.reused == 10
+    assert [str(e) for e in inf.relation["H6"]] == ["concat(h6@r0, h6@r1, dim=0)"]
+    assert all(r.ok for r in replay(_write(certificate.per_operator_certificate(inf))))
+
+
+def test_steps_differing_in_an_attribute_do_not_share():
+    """The multiplications by 2 and by 3 are not the same statement: each is decided."""
+    same = infer(_layers(5, scale=(2.0,)))
+    other = infer(_layers(5, scale=(2.0, 3.0)))
+    mixed = infer(_layers(5, scale=(2, 2.0)))      # 2 and 2.0 print differently: kept apart too
+    assert same.verified and other.verified and mixed.verified
+    assert other.obligations == same.obligations + 1 == mixed.obligations
+
+
+def test_canonical_tuple_is_exactly_the_checker_key():
+    """Equal tuples where the checker's keys are equal, different where they differ."""
+    from certificates import terms
+    from certificates.chain import Chain, key, obligation
+    from certificates.limits import Limits
+    from verifier.refine.fast import Proved, Terms
+
+    inf = infer(_layers(4, scale=(2.0, 3.0)))
+    r = inf.prepared
+    chain = Chain(r.spec, r.impl, Limits())
+    proved = Proved(chain, Terms())
+    seen: dict = {}
+    for v in r.spec.nodes:
+        outs = {o: inf.relation[o] for o in v.outputs}
+        mine = proved.key(inf.relation, v, outs)
+        theirs = key(*obligation(r.spec, r.impl, inf.relation, v, outs, chain.ranges))
+        assert seen.setdefault(mine, theirs) == theirs
+    assert len(set(seen.values())) == len(seen) < len(r.spec.nodes)
+    v = r.spec.nodes[0]
+    wrong = {"A0": [terms.parse("concat(a0@r1, a0@r0, dim=0)")]}
+    assert proved.key(inf.relation, v, wrong) != proved.key(inf.relation, v, {"A0": inf.relation["A0"]})
+
+
+def test_twin_recipe_replays_the_impl_nodes(monkeypatch):
+    """The gelu's relation names the clone's consumers, not the related tensors' readers: the
+    first layer searches the region, later layers replay its recipe (clone, gelu per rank)."""
+    from verifier.refine.candidates import Index
+    searched = _count(monkeypatch, Index, "find")
+    inf = infer(_layers(6))
+    assert inf.verified
+    # searched: the first gelu, and the last mul (a graph output: searched in full)
+    assert len(searched) == 2
+    assert [str(e) for e in inf.relation["A5"]] == ["concat(a5@r0, a5@r1, dim=0)"]
+
+
+def test_twin_guess_differs_where_the_impl_differs():
+    """Two alike steps (same signature) get the earlier one's equations renamed through its
+    recipe; where the impl holds no such nodes (nothing reads the tensors), no guess."""
+    from certificates.graph import parse_graph
+    from verifier.refine.fast import Terms
+    from verifier.refine.guesses import Twin, signature
+    from verifier.refine.infer import Region
+
+    case = _layers(3)
+    inf = infer(case)
+    spec, impl = parse_graph(case.spec, "spec"), parse_graph(case.impl, "impl")
+    region, texts = Region(impl), Terms()
+    gelu = [n for n in spec.nodes if n.target == "aten.gelu.default"]
+    sig0, canon0 = signature(gelu[0], ["H0"], inf.relation, region, spec, texts)
+    sig1, canon1 = signature(gelu[1], ["H1"], inf.relation, region, spec, texts)
+    assert sig0 == sig1
+    pattern = Twin(canon0, {"A0": inf.relation["A0"]}, region, texts)
+    assert pattern.steps   # clone, gelu on each rank
+    assert [str(e) for e in pattern.guess(canon1, region, texts)[0]] == ["concat(a1@r0, a1@r1, dim=0)"]
+    assert pattern.guess({"h3@r0": 0, "h3@r1": 1}, region, texts) == [[]]   # the graph's outputs
+
+
+def test_parsed_graph_reused_only_while_unchanged():
+    """Graphs validated at capture are reused by the engine; a changed value is parsed again."""
+    import copy
+
+    from certificates.errors import LimitExceeded, Malformed
+    from certificates.graph import parse_graph
+    from certificates.limits import Limits
+    from verifier import direct
+    from verifier.ir import parsed, remember
+    from verifier.refine.infer import _prepare
+
+    case = _layers(2)
+    g = parse_graph(case.impl, "impl")
+    remember(case.impl, g)
+    assert parsed(case.impl, "impl", Limits()) is g
+    assert parsed(copy.deepcopy(case.impl), "impl", Limits()) is not g
+    mine, theirs = _prepare(case, Limits()), direct.prepare(case, Limits())
+    assert mine.impl is g and [n.name for n in mine.impl.nodes] == [n.name for n in theirs.impl.nodes]
+    assert mine.inputs == theirs.inputs and mine.expect == theirs.expect
+    with pytest.raises(LimitExceeded):   # the checker's own bound still applies
+        parsed(case.impl, "impl", Limits(max_elements=0))
+    case.impl["nodes"][0]["attrs"] = {"bogus": 1}   # changed in place after validation: parsed again
+    with pytest.raises(Malformed, match="unknown attribute 'bogus'"):
+        infer(case)
+
+
+def _write(cert) -> str:
+    import tempfile
+    path = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False).name
+    certificate.write(cert, path)
+    return path

@@ -16,6 +16,7 @@ from collections import defaultdict
 from certificates.graph import parse_graph
 from certificates.limits import Limits
 from verifier.ir import GraphBuilder
+from verifier.ir import remember
 from verifier.ir.cse import cse
 
 from .convert import CaptureError, Item, RankProgram
@@ -110,7 +111,7 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
     b.obj["meta"] = {"captured_by": "pvcert capture", "collectives": n_coll}
     graph = cse(b.obj)   # a pure computation repeated (per layer, per micro-batch) is kept once
     try:  # validated structurally; full-size tensors are fine here (the checker reduces shapes)
-        parse_graph(graph, name, CAPTURE_LIMITS)
+        remember(graph, parse_graph(graph, name, CAPTURE_LIMITS))   # the engine reuses it (verifier.ir.parsed)
         return graph
     except Exception as e:
         raise CaptureError(f"{name}: captured graph does not validate: {e}") from e

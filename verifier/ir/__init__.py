@@ -6,14 +6,19 @@ the engine uses the checker's definitions so that both read graphs the same way.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import pickle
+from collections import OrderedDict
 from typing import Any
 
 from certificates.graph import GRAPH_FORMAT, GRAPH_VERSION, Graph, Node, Tensor, parse_graph
 from certificates.limits import load_json
 from certificates.ops import REGISTRY, ShapeError
 
-__all__ = ["Graph", "Node", "Tensor", "GraphBuilder", "load_graph", "save_graph", "UnsupportedOp"]
+__all__ = ["Graph", "Node", "Tensor", "GraphBuilder", "load_graph", "save_graph", "UnsupportedOp", "remember",
+           "known", "parsed"]
 
 
 class UnsupportedOp(ValueError):
@@ -23,6 +28,43 @@ class UnsupportedOp(ValueError):
 def load_graph(path: str) -> Graph:
     """Read and validate a graph file; errors name the file and the element."""
     return parse_graph(load_json(path), path)
+
+
+# Graphs validated at capture (``verifier.capture.stitch``), so that the engine does not parse the
+# same JSON value again: id -> (the value, its Graph, digest of the value then). At most a few.
+_PARSED: OrderedDict[int, tuple[dict, Graph, bytes]] = OrderedDict()
+_KEEP = 4
+
+
+def _digest(obj: Any) -> bytes:
+    """Digest of a graph's JSON value, exact about types (a list is not a tuple)."""
+    return hashlib.sha256(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)).digest()
+
+
+def remember(obj: dict[str, Any], graph: Graph) -> None:
+    """Record that ``parse_graph(obj)`` gave ``graph`` (called where a graph was just validated)."""
+    _PARSED[id(obj)] = (obj, graph, _digest(obj))
+    _PARSED.move_to_end(id(obj))
+    while len(_PARSED) > _KEEP:
+        _PARSED.popitem(last=False)
+
+
+def known(obj: Any) -> bool:
+    """Whether ``obj`` is a graph value recorded by ``remember`` (not yet checked unchanged)."""
+    got = _PARSED.get(id(obj))
+    return got is not None and got[0] is obj
+
+
+def parsed(obj: Any, where: str, limits) -> Graph:
+    """``parse_graph(obj, where, limits)``, reusing the Graph of a value validated before if it is
+    the same object, unchanged since (same digest), and within ``limits``: the one check of
+    ``parse_graph`` that depends on them bounds each tensor's elements (capture validates with
+    no bound), so a tensor past it is parsed again to raise the checker's own error."""
+    got = _PARSED.get(id(obj))
+    if got is not None and got[0] is obj and _digest(obj) == got[2] and \
+            all(math.prod(t.shape) <= limits.max_elements * 64 for t in got[1].tensors.values()):
+        return got[1]
+    return parse_graph(obj, where, limits)
 
 
 def save_graph(obj: dict[str, Any], path: str) -> None:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from certificates import refinement
 from certificates.chain import Chain
 from certificates.errors import Unsupported
 from certificates.graph import Graph, Node
@@ -24,6 +25,7 @@ from certificates.refinement import Outcome, Relation
 
 from .. import direct
 from ..case import Case
+from ..ir import known, parsed
 from .candidates import Index
 from .fast import Proved, Terms
 from .guesses import Twin, carried, propagated, signature, valued
@@ -125,6 +127,19 @@ class Region:
         return self._close(region, work)
 
 
+def _prepare(case: Case, limits: Limits) -> direct.Result:
+    """``direct.prepare``, reusing graphs validated at capture (``verifier.ir.parsed``) where
+    the case has no approximations (those rewrite the spec first: ``direct.prepare`` then)."""
+    if getattr(case, "approximations", None) or not (known(case.spec) or known(case.impl)):
+        return direct.prepare(case, limits)
+    spec = parsed(case.spec, f"{case.name}: spec graph", limits)
+    impl = parsed(case.impl, f"{case.name}: impl graph", limits)
+    rin = refinement.parse_relation(case.input_relation, spec, impl, f"{case.name}: input_relation",
+                                    True, limits)
+    rout = refinement.parse_relation(case.expect, spec, impl, f"{case.name}: expect", False, limits)
+    return direct.Result(case, spec, impl, rin, rout)
+
+
 def infer(case: Case, seed: int = 0, limits: Limits | None = None,
           progress: Callable[[int, int, str], None] | None = None,
           chain: Callable[[Graph, Graph, Limits], Chain] = Chain) -> Inference:
@@ -134,7 +149,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
     """
     limits = limits or Limits()
     start = time.monotonic()
-    r = direct.prepare(case, limits)
+    r = _prepare(case, limits)
     inf = Inference(r, relation={k: list(v) for k, v in r.inputs.items()})
     try:
         s_vals, i_vals = direct.numeric_values(r, seed, limits)
