@@ -169,10 +169,9 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
         if progress:
             progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
-        frontier = {x for t in ins for e in rel[t] for x in texts.refs(e)}
         sig, canon = signature(v, ins, rel, region, r.spec, texts)
         outs, found = [], {}
-        full = bool(set(v.outputs) & outputs)
+        full = any(o in outputs for o in v.outputs)
         twinned = False
         for hit in [] if full else memo.get(sig, ()):
             guess = dict(zip(v.outputs, hit.guess(canon, region, texts)))
@@ -198,6 +197,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
         reach, explored = set(), []
         if not outs or not all(out.holds for out in outs):
+            frontier = {x for t in ins for e in rel[t] for x in texts.refs(e)}
             reach, explored = region.grow(frontier)
             varying = reach - region.constants   # constants only where nothing else fits
             near = {t for x in frontier for n in region.consumers.get(x, ()) if n.target == v.target
@@ -206,17 +206,19 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
                      or index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
                      or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
-        tried = {o: [texts.text(c) for c in cs] for o, cs in found.items()}
         term = {texts.text(c): c for cs in found.values() for c in cs}
         for out in outs:
             if out.holds:
                 rel.setdefault(out.spec, []).append(term[out.expr])
                 inf.outcomes.append(out)
-            else:
-                tried[out.spec][tried[out.spec].index(out.expr)] += f"  -- {out.failure}"
         missing = [o for o in v.outputs if not rel.get(o)]
+        if missing:
+            tried = {o: [texts.text(c) for c in cs] for o, cs in found.items()}
+            for out in outs:
+                if not out.holds:
+                    tried[out.spec][tried[out.spec].index(out.expr)] += f"  -- {out.failure}"
         if missing and not explored:
-            explored = region.grow(frontier)[1]
+            explored = region.grow({x for t in ins for e in rel[t] for x in texts.refs(e)})[1]
         if not missing and not twinned and len(memo.setdefault(sig, [])) < TWINS:
             memo[sig].append(Twin(canon, {o: rel[o] for o in v.outputs}, region, texts))
         if missing:
