@@ -226,15 +226,12 @@ class Run:
     def body(self, r: tuple, body: list, env: dict, regs: dict, loop: tuple):
         """Run statements on rank ``r``: yield each rendezvous with where it is, store its result."""
         for op, label, f, rev in body:
-            self.events += 1
-            if self.events % 65536 == 0:
-                self.limits.tick()
-                if self.events > MAX_EVENTS:
-                    raise LimitExceeded(f"more than {MAX_EVENTS} events")
+            self.count()
             try:
                 if op == "for":
                     xs = range(f["from"](env), f["to"](env))
                     for x in (xs[::-1] if rev else xs):
+                        self.count()     # an iteration counts too: an empty body must not loop unbounded
                         env[f["var"]] = x
                         yield from self.body(r, f["body"], env, regs, loop + ((f["var"], x),))
                 elif (ev := self.do[op](r, f, env, regs)) is not None:
@@ -244,6 +241,13 @@ class Run:
             except (ZeroDivisionError, KeyError) as e:
                 why = "divides by zero" if isinstance(e, ZeroDivisionError) else f"uses {e}, unbound there"
                 raise Rejected(f"{at((r, label, loop))}: a formula {why}") from None
+
+    def count(self) -> None:
+        self.events += 1
+        if self.events % 65536 == 0:
+            self.limits.tick()
+            if self.events > MAX_EVENTS:
+                raise LimitExceeded(f"more than {MAX_EVENTS} events")
 
     def program(self, r: tuple):
         env = {**self.dims, "d": r[0], "t": r[1], "p": r[2]}

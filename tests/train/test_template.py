@@ -170,3 +170,16 @@ def test_random_schedule_edits_never_crash_the_checker(small_cert, tmp_path):
     # the few accepted edits are equivalent plans (e.g. 'm*m' for 'm' with M = 2) or a restated
     # claim (another H: another loss scale, which the verdict line states)
     assert accepted <= 5
+
+
+def test_an_empty_loop_of_huge_range_hits_the_limit(small_cert, tmp_path):
+    from certificates.errors import LimitExceeded
+    from certificates.limits import Limits
+
+    cert = json.loads(small_cert.read_text())
+    body = cert["claims"][0]["programs"][0]["body"]
+    body.insert(0, {"do": "for", "var": "m", "from": "0", "to": "1" + "0" * 30, "body": []})
+    p = tmp_path / "loop.json"
+    p.write_text(json.dumps(cert))
+    with pytest.raises(LimitExceeded):
+        replay(str(p), Limits(seconds=2))
