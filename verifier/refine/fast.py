@@ -31,6 +31,7 @@ class Terms:
     def __init__(self) -> None:
         self._info: dict[int, tuple] = {}
         self._attrs: dict[int, tuple] = {}
+        self._refs: dict[str, terms.Ref] = {}
 
     def attrs(self, n: Node) -> str:
         """``repr`` of a node's sorted attributes, once per node (the node is kept alive here)."""
@@ -46,6 +47,13 @@ class Terms:
             refs = tuple(terms.refs(t))
             got = (t, str(t), refs, str(terms.rename(t, lambda n: "\0")))
             self._info[id(t)] = got
+        return got
+
+    def ref(self, name: str) -> terms.Ref:
+        """``terms.Ref(name)``, one object per name (terms are immutable)."""
+        got = self._refs.get(name)
+        if got is None:
+            got = self._refs[name] = terms.Ref(name)
         return got
 
     def text(self, t: terms.Term) -> str:

@@ -120,7 +120,7 @@ class Twin:
                 _, _, rs, tmpl = texts.info(e)
                 slots = [(True, names[x]) if x in names else (False, x) if x in fixed else None for x in rs]
                 if None not in slots:
-                    row.append((e, tmpl, rs, slots))
+                    row.append((_builder(e), tmpl, slots))
             self.eqs.append(row)
 
     def guess(self, canon: dict, region, texts: Terms) -> list[list[terms.Term]]:
@@ -131,14 +131,30 @@ class Twin:
         out = []
         for row in self.eqs:
             mine = []
-            for e, tmpl, rs, slots in row:
-                names = tuple(back.get(c) if named else c for named, c in slots)
+            for build, tmpl, slots in row:
+                names = tuple([back.get(c) if named else c for named, c in slots])
                 if None in names:
                     continue
-                new = terms.rename(e, dict(zip(rs, names)).__getitem__)
-                mine.append(texts.make(tmpl, names, new))
+                mine.append(texts.make(tmpl, names, build([texts.ref(x) for x in names])))
             out.append(mine)
         return out
+
+
+def _builder(t: terms.Term):
+    """A function of the leaves (``Ref`` objects, in order of appearance) that builds ``t``
+    with those leaves: ``terms.rename`` without walking the term each time."""
+    consts: list = []
+    count = 0
+
+    def code(x) -> str:
+        nonlocal count
+        if isinstance(x, terms.Ref):
+            count += 1
+            return f"n[{count - 1}]"
+        consts.append(x.kw)
+        kw = len(consts) - 1
+        return f"C({x.fn!r}, ({''.join(code(a) + ', ' for a in x.args)}), K[{kw}])"
+    return eval(f"lambda n: {code(t)}", {"C": terms.Call, "K": consts})   # noqa: S307 (our own text)
 
 
 def replay(steps: list, env: dict, region) -> bool:
