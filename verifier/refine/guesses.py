@@ -21,7 +21,7 @@ from .candidates import Index, base, same
 from .fast import Terms
 
 
-READERS = False   # signatures also name the readers (else a twin's recipe finds them: cheaper, as good)
+READERS = True   # signatures also name the readers (twins rename through them; a recipe where they do not)
 
 
 def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph, texts: Terms | None = None) -> tuple[tuple, dict]:
@@ -120,18 +120,29 @@ class Twin:
                 _, _, rs, tmpl = texts.info(e)
                 slots = [(True, names[x]) if x in names else (False, x) if x in fixed else None for x in rs]
                 if None not in slots:
-                    row.append((_builder(e), tmpl, slots))
+                    plain = all(named and isinstance(c, int) for named, c in slots)
+                    row.append((_builder(e), tmpl, slots, plain))
             self.eqs.append(row)
 
     def guess(self, canon: dict, region, texts: Terms) -> list[list[terms.Term]]:
-        """Per output, the equations renamed to a step with canonical names ``canon``."""
+        """Per output, the equations renamed to a step with canonical names ``canon``: those
+        naming only what the signature names if each output has one (the plain twin), else
+        all that the recipe replays here."""
         back = {c: t for t, c in canon.items()}
+        out = self._rename(back, texts, True)
+        if all(out) or not (self.steps or any(not p for row in self.eqs for *_, p in row)):
+            return out
         if self.steps:
             replay(self.steps, back, region)
+        return self._rename(back, texts, False)
+
+    def _rename(self, back: dict, texts: Terms, plain_only: bool) -> list[list[terms.Term]]:
         out = []
         for row in self.eqs:
             mine = []
-            for build, tmpl, slots in row:
+            for build, tmpl, slots, plain in row:
+                if plain_only and not plain:
+                    continue
                 names = tuple([back.get(c) if named else c for named, c in slots])
                 if None in names:
                     continue
