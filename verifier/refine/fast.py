@@ -82,6 +82,7 @@ class Proved:
         self.spec, self.impl, self.ranges = chain.spec, chain.impl, chain.ranges
         self.known: dict[tuple, list[Outcome]] = {}
         self._nodes: dict[int, tuple] = {}
+        self._shapes: dict[tuple[int, str], tuple] = {}
         self.hits = 0
 
     def _static(self, g: Graph, n: Node) -> tuple:
@@ -130,19 +131,24 @@ class Proved:
                          tuple([None if t is None else inames.setdefault(t, len(inames)) for t in n.inputs]),
                          tuple([inames.setdefault(t, len(inames)) for t in n.outputs])))
         body.append(eqs(outputs))
-        produced = {t for n in nodes for t in n.outputs}
-        shapes = []
-        for t in snames:
-            x = self.spec.tensors[t]
-            shapes.append((x.shape, x.dtype, x.range))
-        tensors, ranges = impl.tensors, self.ranges
+        shapes = [self._shape(self.spec, t) for t in snames]
+        produced = None
         for t in inames:
-            x = tensors[t]
-            rng = x.range
-            if rng is None and x.is_int and t not in produced:
-                rng = ranges.get(t)
-            shapes.append((x.shape, x.dtype, rng))
+            got = self._shape(impl, t)
+            if got[2] is None and impl.tensors[t].is_int:   # a range from the impl's inputs, as the chain gives it
+                produced = produced if produced is not None else {t for n in nodes for t in n.outputs}
+                if t not in produced:
+                    got = got[:2] + (self.ranges.get(t),)
+            shapes.append(got)
         return tuple(body), tuple(shapes)
+
+    def _shape(self, g: Graph, t: str) -> tuple:
+        """(shape, dtype, declared range) of a tensor, once per tensor."""
+        got = self._shapes.get((id(g), t))
+        if got is None:
+            x = g.tensors[t]
+            got = self._shapes[id(g), t] = (x.shape, x.dtype, x.range)
+        return got
 
     def reuse(self, k: tuple | None, outputs: Relation) -> list[Outcome] | None:
         """The outcomes of an obligation with key ``k`` decided before, under these names."""

@@ -32,28 +32,33 @@ def signature(v: Node, ins: list[str], rel: dict, region, spec: Graph, texts: Te
     (``twin``). Equations enter as their printed form with the names blanked (``Terms``)
     and the canonical numbers of the names; attributes as their ``repr``."""
     texts = texts or Terms()
+    info, attrs = texts.info, texts.attrs
     canon: dict[str, int] = {}
-
-    def ren(t: str | None) -> int | None:
-        if t is None:
-            return None
-        got = canon.get(t)
-        if got is None:
-            got = canon[t] = len(canon)
-        return got
-    parts: list = [v.target, texts.attrs(v), tuple(spec.tensors[u].shape for u in ins)]
+    parts: list = [v.target, attrs(v), tuple(spec.tensors[u].shape for u in ins)]
+    named: dict[str, set] = {}
     for u in ins:
-        eqs = []
+        eqs, mine = [], set()
         for e in rel[u][:16]:
-            _, _, rs, tmpl = texts.info(e)
-            eqs.append((tmpl, tuple(ren(x) for x in rs)))
+            _, _, rs, tmpl = info(e)
+            mine.update(rs)
+            eqs.append((tmpl, tuple([canon.setdefault(x, len(canon)) for x in rs])))
         parts.append(tuple(eqs))
+        named[u] = mine
     if not READERS:
         return tuple(parts), canon
-    read = readers(v, rel, region, texts)
+    reading = getattr(region, "reading", None)
+    if reading is None or len(ins) != 1:
+        read = readers(v, rel, region, texts)
+        near_of = lambda x: read(x, None)   # noqa: E731
+    else:
+        target = v.target
+        near_of = lambda x: reading(x, target)   # noqa: E731
     for x in list(canon):
-        parts.append(tuple((texts.attrs(n), tuple(ren(i) for i in n.inputs), tuple(ren(o) for o in n.outputs))
-                           for n in read(x, None)))
+        row = []
+        for n in near_of(x):
+            row.append((attrs(n), tuple([None if i is None else canon.setdefault(i, len(canon)) for i in n.inputs]),
+                        tuple([canon.setdefault(o, len(canon)) for o in n.outputs])))
+        parts.append(tuple(row))
     return tuple(parts), canon
 
 

@@ -77,7 +77,7 @@ def _shortest(found: dict, texts: Terms) -> dict:
     def order(c):
         t = texts.text(c)
         return len(t), t
-    return {o: sorted(cs, key=order)[:MAX_EQUATIONS] for o, cs in found.items()}
+    return {o: sorted(cs, key=order)[:MAX_EQUATIONS] if len(cs) > 1 else list(cs) for o, cs in found.items()}
 
 
 def _prove(prover: Chain | Proved, rel: dict, v: Node, found: dict, texts: Terms) -> list[Outcome]:
