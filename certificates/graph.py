@@ -7,6 +7,7 @@ one output per member, in group order. Format: docs/ir.md, schema/graph-v1.json.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,7 +141,7 @@ def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor
     shape = _need(t, "shape", list, where, what)
     if len(shape) > 16 or any(not _is_int(d) or d < 0 for d in shape):
         raise Malformed(where, f"{what}: shape must be a list of at most 16 non-negative ints")
-    if int(np.prod(shape, dtype=object)) > limits.max_elements * 64:
+    if math.prod(shape) > limits.max_elements * 64:
         raise LimitExceeded(f"{where}: {what} has shape {shape}, too large to check")
     dtype = _need(t, "dtype", str, where, what)
     _fail_if(dtype not in FLOAT_DTYPES + INT_DTYPES, where, f"{what}: unknown dtype '{dtype}'")
