@@ -14,11 +14,12 @@ import numpy as np
 
 from certificates import approx, refinement
 from certificates.errors import Malformed, Unsupported
-from certificates.graph import Graph, Tensor, evaluate, parse_graph
+from certificates.graph import Graph, Tensor, evaluate
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
 
 from .case import Case
+from .ir import parsed
 
 
 @dataclass
@@ -43,10 +44,10 @@ class ImplFailed(Exception):
 
 def prepare(case: Case, limits: Limits) -> Result:
     """Validate the graphs and relations of a case (raises ``Malformed`` on defects)."""
-    where = f"{case.name}: spec graph"
-    spec = parse_graph(approx.apply(case.spec, case.approximations, where) if case.approximations else case.spec,
-                       where, limits)
-    impl = parse_graph(case.impl, f"{case.name}: impl graph", limits)
+    where = f"{case.name}: spec graph"   # graphs validated at capture are reused while unchanged
+    spec = parsed(approx.apply(case.spec, case.approximations, where) if case.approximations else case.spec,
+                  where, limits)
+    impl = parsed(case.impl, f"{case.name}: impl graph", limits)
     rin = refinement.parse_relation(case.input_relation, spec, impl, f"{case.name}: input_relation",
                                     True, limits)
     rout = refinement.parse_relation(case.expect, spec, impl, f"{case.name}: expect", False, limits)

@@ -18,7 +18,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from certificates import refinement
 from certificates.chain import Chain
 from certificates.errors import Unsupported
 from certificates.graph import Graph, Node
@@ -27,7 +26,6 @@ from certificates.refinement import Outcome, Relation
 
 from .. import direct
 from ..case import Case
-from ..ir import known, parsed
 from .candidates import Index
 from .fast import Proved, Terms
 from .guesses import Twin, carried, propagated, signature, valued
@@ -129,19 +127,6 @@ class Region:
         return self._close(region, work)
 
 
-def _prepare(case: Case, limits: Limits) -> direct.Result:
-    """``direct.prepare``, reusing graphs validated at capture (``verifier.ir.parsed``) where
-    the case has no approximations (those rewrite the spec first: ``direct.prepare`` then)."""
-    if getattr(case, "approximations", None) or not (known(case.spec) or known(case.impl)):
-        return direct.prepare(case, limits)
-    spec = parsed(case.spec, f"{case.name}: spec graph", limits)
-    impl = parsed(case.impl, f"{case.name}: impl graph", limits)
-    rin = refinement.parse_relation(case.input_relation, spec, impl, f"{case.name}: input_relation",
-                                    True, limits)
-    rout = refinement.parse_relation(case.expect, spec, impl, f"{case.name}: expect", False, limits)
-    return direct.Result(case, spec, impl, rin, rout)
-
-
 @contextlib.contextmanager
 def no_cycle_collection():
     """Python's cyclic garbage collector paused (restored as it was after): inference allocates
@@ -172,7 +157,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
            chain: Callable[[Graph, Graph, Limits], Chain]) -> Inference:
     limits = limits or Limits()
     start = time.monotonic()
-    r = _prepare(case, limits)
+    r = direct.prepare(case, limits)
     inf = Inference(r, relation={k: list(v) for k, v in r.inputs.items()})
     try:
         s_vals, i_vals = direct.numeric_values(r, seed, limits)
