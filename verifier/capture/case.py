@@ -66,7 +66,8 @@ class CaptureCase:
     context: Callable[[], Any] | None = None   # a context manager around both captures
 
 
-def _import(path: str):
+def import_module(path: str):
+    """The module at ``path``, run with the repository on ``sys.path``; ``Malformed`` if it fails."""
     name = "pvcert_case_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -99,7 +100,7 @@ def _first_line(e: BaseException) -> str:
 def declared(path: str):
     """The module's ``CASE`` / ``make_case()``: a ``CaptureCase``, or a training plan
     (``verifier.train.plan.TrainCase``, captured by the reference parallelizer)."""
-    mod = _import(path)   # puts the repository on sys.path: the plan's models live in examples/
+    mod = import_module(path)   # puts the repository on sys.path: the plan's models live in examples/
     from verifier.train.plan import TrainCase
 
     if hasattr(mod, "make_case"):

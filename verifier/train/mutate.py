@@ -13,6 +13,8 @@ import copy
 import sys
 from dataclasses import replace
 
+from certificates.errors import Malformed
+
 from .plan import Bugs, TrainCase
 
 MUTATIONS: dict[str, str] = {
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tc = apply(load_train_case(a.case), a.mutation)
         cap = plan_case(tc)
-    except ValueError as e:
+    except (ValueError, Malformed) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     write_case(cap.case, a.output)

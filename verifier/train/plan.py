@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from certificates.errors import Malformed
 from examples.models.train_models import ModelConfig, Par, llama_params
 from verifier.capture.case import Case
 from verifier.capture.convert import CaptureError
@@ -299,15 +300,9 @@ def write_case(case: Case, path: str) -> None:
 
 def load_train_case(path: str) -> TrainCase:
     """A case module's ``make_case()`` (or ``CASE``), a ``TrainCase``."""
-    import importlib.util
-    import os
+    from verifier.capture.case import import_module
 
-    spec = importlib.util.spec_from_file_location("pvcert_train_case", path)
-    if spec is None or spec.loader is None:
-        raise ValueError(f"{path}: not a Python module")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path)))))
-    spec.loader.exec_module(mod)
+    mod = import_module(path)
     tc = mod.make_case() if hasattr(mod, "make_case") else getattr(mod, "CASE", None)
     if not isinstance(tc, TrainCase):
         raise ValueError(f"{path}: make_case() / CASE must give a verifier.train.plan.TrainCase")
@@ -327,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.mutation:
             tc = apply(tc, a.mutation)
         cap = plan_case(tc)
-    except (ValueError, CaptureError) as e:
+    except (ValueError, CaptureError, Malformed) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     write_case(cap.case, a.output)

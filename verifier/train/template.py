@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from certificates import FORMAT, VERSION
-from certificates.errors import CheckError
+from certificates.errors import CheckError, Malformed
 from certificates.limits import Limits
 from certificates.wiring import check_dims, check_schedule
 
@@ -247,15 +247,10 @@ def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = 
 
 
 def load_template(path: str) -> TemplateCase:
-    import importlib.util
-    import os
+    """A template module's ``make_template()``, a ``TemplateCase``."""
+    from verifier.capture.case import import_module
 
-    spec = importlib.util.spec_from_file_location("pvcert_template_case", path)
-    if spec is None or spec.loader is None:
-        raise ValueError(f"{path}: not a Python module")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path)))))
-    spec.loader.exec_module(mod)
+    mod = import_module(path)
     tc = mod.make_template() if hasattr(mod, "make_template") else None
     if not isinstance(tc, TemplateCase):
         raise ValueError(f"{path}: make_template() must give a verifier.train.template.TemplateCase")
@@ -277,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         tc = load_template(a.case)
         t0 = time.perf_counter()
         res = verify(tc, a.mutation)
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, Malformed) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     secs = time.perf_counter() - t0
