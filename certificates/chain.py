@@ -159,11 +159,13 @@ def orders(rin: Relation):
             yield {**rin, t: [es[i]] + es[:i] + es[i + 1:]}
 
 
-def decide(ls: Graph, li: Graph, rin: Relation, rout: Relation, limits: Limits) -> list[Outcome]:
-    """One local obligation, holding if it holds under any order of its hypotheses."""
+def decide(ls: Graph, li: Graph, rin: Relation, rout: Relation, limits: Limits,
+           check_one=None) -> list[Outcome]:
+    """One local obligation, holding if it holds under any order of its hypotheses
+    (``check_one(ls, li, hyp, rout)`` decides one order; default: ``refinement.check``)."""
     first = None
     for hyp in orders(rin):
-        out = check(ls, li, hyp, rout, limits, strict=False)
+        out = check_one(ls, li, hyp, rout) if check_one else check(ls, li, hyp, rout, limits, strict=False)
         if all(o.holds for o in out):
             return out
         first = first or out
@@ -191,13 +193,7 @@ class Chain:
         if unusable:
             why = f"no relation of input '{unusable[0]}' can be used: each names a tensor the cone recomputes"
             return [Outcome(s, str(e), failure=why) for s, es in rout.items() for e in es]
-        first = None
-        for hyp in orders(rin):
-            out = self._decide(ls, li, hyp, rout)
-            if all(o.holds for o in out):
-                return out
-            first = first or out
-        return first
+        return decide(ls, li, rin, rout, self.limits, self._decide)
 
     def _decide(self, ls: Graph, li: Graph, rin: Relation, rout: Relation) -> list[Outcome]:
         k = key(ls, li, rin, rout)
