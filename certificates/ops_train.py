@@ -18,16 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import REQ, ShapeError, is_sym, op
+from .ops import REQ, _fail_if, _lift, _scalar, _sqrt, is_sym, op
 from .poly import NUMERIC, apply, to_fraction
-
-
-def _const(x: np.ndarray, c):
-    return to_fraction(c) if is_sym(x) else float(c)
-
-
-def _rsqrt(v: np.ndarray) -> np.ndarray:
-    return 1 / (np.frompyfunc(lambda e: apply("sqrt", e), 1, 1)(v) if is_sym(v) else np.sqrt(v.astype(float)))
 
 
 def _axes(x: np.ndarray) -> tuple[int, ...]:
@@ -42,28 +34,25 @@ def _chan(v: np.ndarray, nd: int) -> np.ndarray:
 def _shapes(shapes, a, grad: bool):
     shapes = list(shapes) + [None] * (7 - len(shapes))      # trailing optional operands may be left out
     x = shapes[1] if grad else shapes[0]
-    if len(x) < 2:
-        raise ShapeError(f"batch_norm input needs [N, C, ...], got {x}")
-    if shapes[3] is not None or shapes[4] is not None:
-        raise ShapeError("running statistics are not supported (track_running_stats=False)")
-    if not (a["train"] if grad else a["training"]) or (grad and list(a["output_mask"]) != [True] * 3):
-        raise ShapeError("only training-mode batch_norm (backward: every gradient) is supported")
-    c = (x[1],)
-    if grad and (shapes[0] != x or shapes[5] != c or shapes[6] != c):
-        raise ShapeError(f"batch_norm backward: grad {shapes[0]}, saved {shapes[5]}/{shapes[6]} vs input {x}")
-    for w in shapes[2:3]:
-        if w is not None and w != c:
-            raise ShapeError(f"batch_norm weight {w} vs {c} channels")
+    c = (x[1],) if len(x) >= 2 else None
+    _fail_if(c is None, f"batch_norm input needs [N, C, ...], got {x}")
+    _fail_if(shapes[3] is not None or shapes[4] is not None,
+             "running statistics are not supported (track_running_stats=False)")
+    _fail_if(not (a["train"] if grad else a["training"]) or (grad and list(a["output_mask"]) != [True] * 3),
+             "only training-mode batch_norm (backward: every gradient) is supported")
+    _fail_if(grad and (shapes[0] != x or shapes[5] != c or shapes[6] != c),
+             f"batch_norm backward: grad {shapes[0]}, saved {shapes[5]}/{shapes[6]} vs input {x}")
+    _fail_if(shapes[2] is not None and shapes[2] != c, f"batch_norm weight {shapes[2]} vs {c} channels")
     return [x, c, c]
 
 
 def _forward(xs, a):
     x, w, b = (list(xs) + [None] * 3)[:3]
     ax = _axes(x)
-    inv_n = _const(x, to_fraction(1) / (x.size // x.shape[1]))
+    inv_n = _lift(x, to_fraction(1) / (x.size // x.shape[1]))
     mean = np.sum(x, axis=ax) * inv_n
     c = x - _chan(mean, x.ndim)
-    rstd = _rsqrt(np.sum(c * c, axis=ax) * inv_n + _const(x, a["eps"]))
+    rstd = 1 / _sqrt(np.sum(c * c, axis=ax) * inv_n + _lift(x, _scalar(a["eps"])))
     y = c * _chan(rstd, x.ndim)
     if w is not None:
         y = y * _chan(w, x.ndim)
@@ -75,7 +64,7 @@ def _forward(xs, a):
 def _backward(xs, a):
     g, x, w, mean, rstd = xs[0], xs[1], xs[2], xs[5], xs[6]
     ax, nd = _axes(x), x.ndim
-    inv_n = _const(x, to_fraction(1) / (x.size // x.shape[1]))
+    inv_n = _lift(x, to_fraction(1) / (x.size // x.shape[1]))
     xhat = (x - _chan(mean, nd)) * _chan(rstd, nd)
     gb = np.sum(g, axis=ax)
     gw = np.sum(g * xhat, axis=ax)
@@ -106,11 +95,10 @@ def route(s: np.ndarray, k: int, cap: int, nodes: int, limit: int) -> np.ndarray
 
 
 def _route_shape(shapes, a):
-    (g, t, e), k, n, lim = (tuple(shapes[0]) + (0, 0))[:3], a["k"], a["nodes"], a["limit"]
-    if len(shapes[0]) != 3 or not (0 < n and e % n == 0 and 0 < lim <= n and 0 < k <= lim * (e // n)) \
-            or a["capacity"] < 1:
-        raise ShapeError(f"route of scores {shapes[0]}: needs [G, T, E], E divisible by nodes {n}, "
-                         f"1 <= limit {lim} <= nodes, 1 <= k {k} <= limit * E / nodes, capacity >= 1")
+    (g, t, e), k, n, lim = (tuple(shapes[0]) + (0, 0, 0))[:3], a["k"], a["nodes"], a["limit"]
+    _fail_if(len(shapes[0]) != 3 or not (0 < n and e % n == 0 and 0 < lim <= n and 0 < k <= lim * (e // n))
+             or a["capacity"] < 1, f"route of scores {shapes[0]}: needs [G, T, E], E divisible by nodes {n}, "
+             f"1 <= limit {lim} <= nodes, 1 <= k {k} <= limit * E / nodes, capacity >= 1")
     return [(g, t, e, a["capacity"])]
 
 
