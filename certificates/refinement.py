@@ -63,7 +63,42 @@ def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
         missing = [n for n in spec.inputs if n not in rel]
         if missing:
             raise Malformed(where, f"spec input '{missing[0]}' has no relation to the impl")
+        _check_ranges(rel, spec, impl, where)
     return rel
+
+
+def value_range(t: Tensor) -> tuple[int, int] | None:
+    """The values ``[lo, hi)`` an integer input ranges over (bool: [0, 2))."""
+    return (0, 2) if t.dtype == "bool" else t.range
+
+
+def _check_ranges(rel: Relation, spec: Graph, impl: Graph, where: str) -> None:
+    """Ranges are part of the claim: declared on the spec's inputs and carried through the
+    input relation (clean expressions move values), so each integer impl input must declare
+    exactly the range of every spec input related to it; none may be declared by the impl alone."""
+    carried: set[str] = set()
+    for name, exprs in rel.items():
+        if not spec.tensors[name].is_int:
+            continue
+        for t in exprs:
+            if _sums(t):
+                raise Malformed(f"{where}: relation of '{name}'", f"{t} sums integer tensors "
+                                "(a sum does not carry the spec's range)")
+            for r in terms.refs(t):
+                want, got = value_range(spec.tensors[name]), value_range(impl.tensors[r])
+                if got != want:
+                    raise Malformed(f"{where}: relation of '{name}'", f"impl input '{r}' declares range "
+                                    f"{got and list(got)}, spec input '{name}' has {want and list(want)}: "
+                                    "ranges are declared on the spec and carried to the impl")
+                carried.add(r)
+    for n in impl.inputs:
+        if impl.tensors[n].is_int and impl.tensors[n].dtype != "bool" and n not in carried:
+            raise Malformed(where, f"integer impl input '{n}' is related to no spec input: its range "
+                                   "would be declared by the impl alone")
+
+
+def _sums(t: terms.Term) -> bool:
+    return isinstance(t, terms.Call) and (t.fn == "sum" or any(_sums(a) for a in t.args))
 
 
 def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, Tensor], object],

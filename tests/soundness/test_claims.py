@@ -1,0 +1,177 @@
+"""The claim is what was checked: integer ranges are declared on the spec and carried to the impl.
+
+Attacks: an impl that declares a narrower range of token ids than the spec (its lookup is right
+only there), and ids replicated on two ranks that declare different ranges (per-operator and
+whole-graph evidence used to decide that claim differently). Neither engine may verify them, and
+a certificate the engine writes for them (with the range rule switched off, as an engine without it
+would) must not replay. A property test compares both evidence forms on random small integer cases.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+
+import pytest
+
+from certificates import cli as checker_cli, refinement
+from certificates.errors import Malformed
+from certificates.limits import canonical_bytes
+from verifier import certificate, direct
+from verifier.case import Case
+from verifier.ir import GraphBuilder
+from verifier.refine import infer
+
+V, D, T = 4, 2, 2
+AR = "_c10d_functional.all_reduce.default"
+
+
+def _spec() -> dict:
+    s = GraphBuilder("embed")
+    s.input("ids", [T], "index", dtype="int64", range=(0, V))
+    s.input("W", [V, D], "parameter")
+    s.node("aten.embedding.default", ["W", "ids"], "out")
+    s.output("out")
+    return s.build()
+
+
+def _lookup(g: GraphBuilder, r: int, zero: bool = False) -> str:
+    """Rank ``r``'s masked lookup into its rows [2r, 2r+2) of the table (all zeros if ``zero``)."""
+    lo = 2 * r
+    g.node("aten.lt.Scalar", [f"ids@r{r}"], f"below@r{r}", rank=r, out_dtype="bool", other=lo)
+    g.node("aten.ge.Scalar", [f"ids@r{r}"], f"above@r{r}", rank=r, out_dtype="bool", other=lo + 2)
+    g.node("aten.logical_or.default", [f"below@r{r}", f"above@r{r}"], f"oob@r{r}", rank=r)
+    g.node("aten.sub.Scalar", [f"ids@r{r}"], f"local@r{r}", rank=r, other=lo)
+    g.node("aten.masked_fill.Scalar", [f"local@r{r}", f"oob@r{r}"], f"safe@r{r}", rank=r, value=0)
+    g.node("aten.embedding.default", [f"w@r{r}", f"safe@r{r}"], f"e@r{r}", rank=r)
+    g.node("aten.unsqueeze.default", [f"oob@r{r}"], f"m@r{r}", rank=r, dim=-1)
+    g.node("aten.masked_fill.Scalar", [f"e@r{r}", f"m@r{r}"], f"p@r{r}", rank=r, value=0.0)
+    if zero:
+        g.node("aten.mul.Scalar", [f"p@r{r}"], f"z@r{r}", rank=r, other=0.0)
+        return f"z@r{r}"
+    return f"p@r{r}"
+
+
+def _impl(ranges: tuple, zero_rank1: bool = False, ranks: int = 2) -> dict:
+    """Vocab-parallel embedding: each rank looks up its rows, an all-reduce sums the parts."""
+    g = GraphBuilder("embed_tp", 2)
+    for r in range(2):
+        g.input(f"w@r{r}", [2, D], "parameter", rank=r)
+    for r in range(ranks):
+        g.input(f"ids@r{r}", [T], "index", dtype="int64", rank=r, range=ranges[r])
+    if ranks == 1:  # the rank-0 lookup alone: right exactly for ids in [0, 2)
+        g.node("aten.clone.default", [_lookup(g, 0)], "out@r0", rank=0)
+    else:
+        parts = [_lookup(g, r, zero=zero_rank1 and r == 1) for r in range(2)]
+        g.node(AR, parts, ["out@r0", "out@r1"], group=[0, 1], reduce_op="sum", name="ar")
+    g.output("out@r0")
+    return g.build()
+
+
+def _case(impl: dict, ranks: int = 2) -> Case:
+    rin = {"ids": [f"ids@r{r}" for r in range(ranks)], "W": ["concat(w@r0, w@r1, dim=0)"]}
+    return Case("embed", _spec(), copy.deepcopy(impl), rin, {"out": ["out@r0"]})
+
+
+NARROW = _case(_impl(((0, 2),), ranks=1), ranks=1)                   # impl declares ids in [0, 2)
+SPLIT = _case(_impl(((0, V), (0, 2)), zero_rank1=True))               # rank 1 declares [0, 2)
+CONTROL = _case(_impl(((0, V), (0, V))))
+
+
+def _replay(cert: dict, tmp_path) -> int:
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(cert))
+    return checker_cli.main([str(path)])
+
+
+def _without_range_rule(monkeypatch, make):
+    """What an engine without the range rule writes (the rule is restored before replay)."""
+    with monkeypatch.context() as m:
+        m.setattr(refinement, "_check_ranges", lambda *a: None)
+        return make()
+
+
+@pytest.mark.parametrize("case", [NARROW, SPLIT], ids=["narrow", "two-ranks"])
+def test_range_attack_is_not_verified(case):
+    for engine in (direct.verify, infer):
+        with pytest.raises(Malformed, match="range"):
+            engine(copy.deepcopy(case))
+
+
+@pytest.mark.parametrize("form", ["whole-graph", "per-operator"])
+@pytest.mark.parametrize("case", [NARROW, SPLIT], ids=["narrow", "two-ranks"])
+def test_range_attack_certificate_is_rejected(case, form, monkeypatch, tmp_path, capsys):
+    def make():
+        if form == "whole-graph":
+            r = direct.verify(copy.deepcopy(case))
+            return certificate.whole_graph_certificate(r) if r.verified else None
+        inf = infer(copy.deepcopy(case))
+        return certificate.per_operator_certificate(inf) if inf.verified else None
+    cert = _without_range_rule(monkeypatch, make)
+    if cert is None:   # that engine (without the rule) did not prove it: forge the claim by hand
+        cert = certificate.whole_graph_certificate(direct.verify(copy.deepcopy(CONTROL))) \
+            if form == "whole-graph" else certificate.per_operator_certificate(infer(copy.deepcopy(CONTROL)))
+        impl = next(a for a in cert["subject"]["artifacts"] if a["id"] == "impl")
+        impl["embedded"]["tensors"]["ids@r1"]["range"] = [0, 2]
+        impl["sha256"] = hashlib.sha256(canonical_bytes(impl["embedded"])).hexdigest()
+    assert _replay(cert, tmp_path) != 0
+    assert "range" in capsys.readouterr().err
+
+
+def test_control_verifies_and_replays(tmp_path):
+    for cert in (certificate.whole_graph_certificate(direct.verify(copy.deepcopy(CONTROL))),
+                 certificate.per_operator_certificate(infer(copy.deepcopy(CONTROL)))):
+        assert _replay(cert, tmp_path) == 0
+
+
+def test_unrelated_integer_impl_input_is_refused():
+    impl = _impl(((0, V), (0, V)))
+    impl["tensors"]["k@r0"] = {"shape": [], "dtype": "int64", "rank": 0, "role": "index", "range": [0, 1]}
+    impl["inputs"].append("k@r0")
+    with pytest.raises(Malformed, match="related to no spec input"):
+        direct.verify(_case(impl))
+
+
+def _random_case(rng: random.Random) -> Case:
+    """A small integer program: ids shifted, masked, looked up (the impl shifts differently half the time)."""
+    lo, hi = sorted(rng.sample(range(-2, 6), 2))
+    s = GraphBuilder("spec")
+    s.input("ids", [2], "index", dtype="int64", range=(lo, hi))
+    s.input("W", [V, D], "parameter")
+    g = GraphBuilder("impl", 2)
+    g.input("w@r0", [V, D], "parameter")
+    g.input("ids@r0", [2], "index", dtype="int64", range=(lo, hi))
+    g.input("ids@r1", [2], "index", dtype="int64", rank=1, range=(lo, hi))
+    params = [(rng.randrange(-2, 3), rng.randrange(0, V), rng.randrange(0, V + 2))]
+    params.append(params[0] if rng.random() < 0.5 else (rng.randrange(-2, 3), params[0][1], params[0][2]))
+    for (b, x), (shift, fill, k) in zip(((s, "ids"), (g, "ids@r0")), params):
+        b.node("aten.sub.Scalar", [x], "a" + x[3:], other=shift)
+        b.node("aten.ge.Scalar", ["a" + x[3:]], "hi" + x[3:], out_dtype="bool", other=k)
+        b.node("aten.lt.Scalar", ["a" + x[3:]], "lo" + x[3:], out_dtype="bool", other=0)
+        b.node("aten.logical_or.default", ["hi" + x[3:], "lo" + x[3:]], "m" + x[3:])
+        b.node("aten.masked_fill.Scalar", ["a" + x[3:], "m" + x[3:]], "i" + x[3:], value=fill)
+    s.node("aten.embedding.default", ["W", "i"], "out")
+    s.output("out")
+    g.node("aten.embedding.default", ["w@r0", "i@r0"], "out@r0")
+    g.output("out@r0")
+    rin = {"ids": ["ids@r0", "ids@r1"] if rng.random() < 0.5 else ["ids@r1", "ids@r0"], "W": ["w@r0"]}
+    return Case("random", s.build(), g.build(), rin, {"out": ["out@r0"]})
+
+
+def test_whole_graph_and_per_operator_agree_on_random_integer_cases(tmp_path):
+    """Per-operator evidence never proves what whole-graph evidence refutes, and each certificate
+    replays. (The converse can fail: the chain bounds masked integers by intervals, which may include
+    values the whole program never reaches, e.g. a negative index that a mask removes.)"""
+    rng, seen = random.Random(12), set()
+    for _ in range(25):
+        case = _random_case(rng)
+        whole, per_op = direct.verify(copy.deepcopy(case)), infer(copy.deepcopy(case))
+        assert whole.verified or not per_op.verified, case.impl
+        if per_op.verified:
+            assert _replay(certificate.per_operator_certificate(per_op), tmp_path) == 0
+        if whole.verified:
+            assert _replay(certificate.whole_graph_certificate(whole), tmp_path) == 0
+        seen.add((whole.verified, per_op.verified))
+    assert {(True, True), (False, False)} <= seen   # the generator makes both kinds
