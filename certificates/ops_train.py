@@ -5,7 +5,7 @@ Training-mode batch normalization (``aten.native_batch_norm`` and its backward):
 running statistics are not modelled (they must be absent). The backward uses the
 forward's saved mean and 1/std.
 
-MoE routing (``pvcert.route``, examples/models/routing.py): scores ``[G, T, E]`` to a
+MoE routing (``pvcert.route``, verifier/train/routing.py): scores ``[G, T, E]`` to a
 dispatch ``[G, T, E, C]``: each token of group ``g`` in order picks its ``k`` best experts
 and takes the next free of an expert's ``C`` slots (dropped when full). Node-limited
 (DeepSeek-V3): experts are split into ``nodes`` equal blocks, a token first keeps the

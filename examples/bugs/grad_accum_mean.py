@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from examples.models.mappings import _all_reduce, reduce_from_tp
+from verifier.train.mappings import _all_reduce, reduce_from_tp
 from verifier.capture.case import CaptureCase
 from verifier.capture.relations import partial, replicate, shard
 

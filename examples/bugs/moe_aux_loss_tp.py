@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from examples.models.mappings import gather_from_sp, reduce_from_tp
+from verifier.train.mappings import gather_from_sp, reduce_from_tp
 from verifier.capture.case import CaptureCase
 from verifier.capture.relations import partial, replicate, shard
 

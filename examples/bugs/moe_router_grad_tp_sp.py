@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from examples.models.mappings import copy_to_tp, gather_from_sp, reduce_scatter_to_sp
+from verifier.train.mappings import copy_to_tp, gather_from_sp, reduce_scatter_to_sp
 from verifier.capture.case import CaptureCase
 from verifier.capture.relations import replicate, shard
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from examples.models.mappings import copy_to_tp, reduce_from_tp
+from verifier.train.mappings import copy_to_tp, reduce_from_tp
 from verifier.capture.case import CaptureCase
 from verifier.capture.relations import replicate, shard
 

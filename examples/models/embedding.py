@@ -9,7 +9,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .mappings import reduce_from_tp
+from verifier.train.mappings import reduce_from_tp
 
 
 class Embedding(nn.Module):

@@ -16,7 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .mappings import copy_to_tp, reduce_from_tp
+from verifier.train.mappings import copy_to_tp, reduce_from_tp
+from verifier.train.models import rope
 
 
 class RMSNorm(nn.Module):
@@ -26,13 +27,6 @@ class RMSNorm(nn.Module):
 
     def forward(self, x):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
-def rope(x, cos, sin):
-    """Rotate pairs (i, i + hd/2) of every head of ``x [S, h, hd]`` by the position's angle."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1)
 
 
 def tables(s: int, hd: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .mappings import copy_to_tp, gather_from_sp, reduce_from_tp, reduce_scatter_to_sp
+from verifier.train.mappings import copy_to_tp, gather_from_sp, reduce_from_tp, reduce_scatter_to_sp
 
 
 class MLP(nn.Module):

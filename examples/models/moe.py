@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .mappings import all_to_all_ep
+from verifier.train.mappings import all_to_all_ep
 
 
 class MoE(nn.Module):

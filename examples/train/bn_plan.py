@@ -9,7 +9,7 @@ statistics". ``make_case(approximate=False)`` leaves it out: verification then f
 the first batch norm.
 """
 
-from examples.models.train_models import ModelConfig
+from verifier.train.models import ModelConfig
 from verifier.train.plan import ParallelConfig, TrainCase
 from verifier.train.step import Optimizer
 

@@ -9,7 +9,7 @@ parallelism over the TP group (x and y fed sequence-sharded: rank ``t`` holds to
 rank its rows of cos/sin) instead of after the all_gather.
 """
 
-from examples.models.train_models import ModelConfig
+from verifier.train.models import ModelConfig
 from verifier.train.plan import ParallelConfig, TrainCase
 from verifier.train.step import Optimizer
 

@@ -4,7 +4,7 @@ top-k routing (``dispatch``), a shared expert (TP) and routed experts over EP (a
 ``make_case(dp, ep, tp, pp, micro_batches, layers)``; EP spans the DP ranks (ep == dp).
 """
 
-from examples.models.train_models import ModelConfig
+from verifier.train.models import ModelConfig
 from verifier.train.plan import ParallelConfig, TrainCase
 from verifier.train.step import Optimizer
 

@@ -9,7 +9,7 @@ node and the checker re-applies it to the sequential step (certificates/approx.p
 ``make_case(approximate=False)`` leaves it out: verification then fails at the first route.
 """
 
-from examples.models.train_models import ModelConfig
+from verifier.train.models import ModelConfig
 from verifier.train.plan import ParallelConfig, TrainCase
 from verifier.train.step import Optimizer
 

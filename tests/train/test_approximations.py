@@ -160,7 +160,7 @@ def test_staged_verification_refuses_approximations(tmp_path, capsys):
 def test_routing_semantics_match_the_model_and_the_numeric_meaning_of_its_atoms():
     from certificates.ops_train import route
     from certificates.poly import NUMERIC, Rat
-    from examples.models.routing import route as torch_route
+    from verifier.train.routing import route as torch_route
 
     rng = np.random.default_rng(0)
     for nodes, limit, k, cap in [(1, 1, 2, 1), (2, 1, 2, 2), (4, 2, 3, 1), (2, 2, 1, 3)]:

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from examples.models.train_models import ModelConfig  # noqa: E402
+from verifier.train.models import ModelConfig  # noqa: E402
 from verifier.train import plan  # noqa: E402
 from verifier.train.plan import ParallelConfig, TrainCase  # noqa: E402
 

@@ -121,7 +121,7 @@ def test_tampered_certificates_rejected(small_cert, tmp_path):
 
 
 def test_wrong_block_rejected_by_its_refinement():
-    from examples.models.train_models import ModelConfig
+    from verifier.train.models import ModelConfig
     from verifier.train.template_blocks import verify_block
 
     res = verify_block("fwd", ModelConfig("llama", layers=1, hidden=4, heads=2, ffn=4, seq=2), 2,

@@ -67,15 +67,15 @@ class CaptureCase:
 
 
 def import_module(path: str):
-    """The module at ``path``, run with the repository on ``sys.path``; ``Malformed`` if it fails."""
+    """The module at ``path``, run with its own directory and the current one on ``sys.path``
+    (as ``python case.py`` and ``python -m case`` would); ``Malformed`` if it fails."""
     name = "pvcert_case_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise Malformed(path, "not a Python module")
     mod = importlib.util.module_from_spec(spec)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path))))
     added = []
-    for p in (os.getcwd(), root):   # case modules import examples.models from the repository
+    for p in (os.path.dirname(os.path.abspath(path)), os.getcwd()):   # the user's sibling modules
         if p not in sys.path:
             sys.path.insert(0, p)
             added.append(p)
@@ -100,7 +100,7 @@ def _first_line(e: BaseException) -> str:
 def declared(path: str):
     """The module's ``CASE`` / ``make_case()``: a ``CaptureCase``, or a training plan
     (``verifier.train.plan.TrainCase``, captured by the reference parallelizer)."""
-    mod = import_module(path)   # puts the repository on sys.path: the plan's models live in examples/
+    mod = import_module(path)
     from verifier.train.plan import TrainCase
 
     if hasattr(mod, "make_case"):

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from certificates.errors import Malformed
-from examples.models.train_models import ModelConfig, Par, llama_params
 from verifier.capture.case import Case
 from verifier.capture.convert import CaptureError
 from verifier.capture.dist import fake_world, traceable_collectives
 from verifier.capture.stitch import build_graph
 from verifier.capture.trace import capture_module
 
+from .models import ModelConfig, Par, llama_params
 from .step import (NormGroup, Optimizer, Role, StepModule, capture_sequential, loss_scale, output_names, shapes,
                    sequential_role, step_inputs)
 

@@ -26,9 +26,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from examples.models.train_models import ModelConfig, Par, layer, llama_params, local_shape
 from verifier.capture.api import Capture, capture_graph
 from verifier.capture.trace import InputSpec
+from .models import ModelConfig, Par, layer, llama_params, local_shape
 
 
 @dataclass(frozen=True)

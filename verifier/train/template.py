@@ -194,7 +194,7 @@ def check_wiring(sched: dict, limits: Limits | None = None):
 
 def block_model(tc: TemplateCase):
     """The reduced-shape model the blocks are verified at (real TP degree)."""
-    from examples.models.train_models import ModelConfig
+    from .models import ModelConfig
 
     heads = max(2, tc.tp)
     return ModelConfig("llama", layers=1, hidden=2 * heads, heads=heads, ffn=2 * tc.tp, seq=2)

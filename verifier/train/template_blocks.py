@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from examples.models.train_models import ModelConfig, Par, layer, llama_params, local_shape
 from verifier.capture.case import CaptureCase, capture_case
 from verifier.capture.trace import InputSpec
+from .models import ModelConfig, Par, layer, llama_params, local_shape
 
 BLOCKS = ("fwd", "bwd", "loss", "sgd")
 

@@ -32,7 +32,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .llama import rope
 from .mappings import all_to_all_ep, copy_to_tp, gather_from_sp, reduce_from_tp, reduce_scatter_to_sp
 from .routing import route
 
@@ -110,6 +109,13 @@ def local_shape(shape: tuple[int, ...], split: Split, par: Par) -> tuple[int, ..
         raise ValueError(f"dim {split[1]} of {shape} is not divisible by {split[0]}={n}")
     s[split[1]] //= n
     return tuple(s)
+
+
+def rope(x, cos, sin):
+    """Rotate pairs (i, i + hd/2) of every head of ``x [S, h, hd]`` by the position's angle."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1)
 
 
 def rmsnorm(x, w, eps: float = 1e-6):
@@ -192,7 +198,7 @@ def moe_ffn(p: dict, pre: str, x, dispatch, par: Par, groups: int = 1, topk: int
 
     Routing is declared (``dispatch [G, T, E, C]``: token ``t`` of group ``g`` to slot ``c``
     of expert ``e``; the top-k choice) or, with ``dispatch=None``, computed from the router's
-    probabilities (examples/models/routing.py; node-limited by ``par.route_nodes/limit``);
+    probabilities (verifier/train/routing.py; node-limited by ``par.route_nodes/limit``);
     the dispatch is combined with the router's softmax probabilities.
     ``groups`` is the number of token groups held here (the sequential step holds all of
     them; a rank holds its own, ``G = 1``). Under EP the slots of each expert travel to its
