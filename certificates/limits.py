@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -66,15 +67,24 @@ def parse_json(text: str, where: str, limits: Limits = DEFAULT):
 
 
 def read_bytes(path: str, limits: Limits = DEFAULT) -> bytes:
-    """Read a file no larger than ``limits.max_bytes``."""
+    """Read a regular file no larger than ``limits.max_bytes``.
+
+    Opened without blocking (a FIFO would wait for a writer), then checked on the open file:
+    FIFOs, devices, directories and links to them are refused."""
     try:
-        size = os.path.getsize(path)
-        if size > limits.max_bytes:
-            raise LimitExceeded(f"{path}: {size} bytes exceeds the limit of {limits.max_bytes}")
-        with open(path, "rb") as f:
-            return f.read(limits.max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Malformed(path, "not a regular file (a FIFO, device or directory)")
+            if st.st_size > limits.max_bytes:
+                raise LimitExceeded(f"{path}: {st.st_size} bytes exceeds the limit of {limits.max_bytes}")
+            data = f.read(limits.max_bytes + 1)
     except OSError as e:
         raise Malformed(path, f"cannot read: {e.strerror or e}") from None
+    if len(data) > limits.max_bytes:
+        raise LimitExceeded(f"{path}: grew past the limit of {limits.max_bytes} bytes while read")
+    return data
 
 
 def load_json(path: str, limits: Limits = DEFAULT):

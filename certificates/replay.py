@@ -16,9 +16,10 @@ obligations re-derived from graphs and relations and re-decided here.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 from typing import Any, Callable
 
 from . import FORMAT, VERSION
@@ -32,6 +33,63 @@ class ClaimResult:
     kind: str
     ok: bool
     detail: str
+    shown: list[str] = dc_field(default_factory=list)   # the claim as stated (``describe``)
+
+
+def _short(obj: Any) -> str:
+    return hashlib.sha256(canonical_bytes(obj)).hexdigest()[:12]
+
+
+def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefix: str = "") -> list[str]:
+    """What a claim states, for the auditor: artifacts with their sha256, relations (digest, count,
+    first three), integer ranges, assumptions, reduced sizes, CTAs, and the value domain."""
+    out, low = [], set()
+    for side in ("spec", "impl"):
+        aid = claim.get(side)
+        if isinstance(aid, str) and aid in arts and isinstance(arts[aid][1], dict):
+            g = arts[aid][1]
+            dtypes = {t.get("dtype") for t in g.get("tensors", {}).values() if isinstance(t, dict)}
+            low |= dtypes & {"float16", "bfloat16"}
+            out.append(f"{side} '{g.get('name')}' sha256 {sha.get(aid, '?')[:12]}")
+            ranges = [f"{n} in {g['tensors'][n]['range']}" for n in g.get("inputs", [])
+                      if isinstance(g.get("tensors", {}).get(n), dict) and "range" in g["tensors"][n]]
+            if ranges:
+                out.append(f"{side} ranges: {', '.join(ranges[:6])}{' ...' if len(ranges) > 6 else ''}")
+    for key in ("input_relation", "output_relation"):
+        rel = claim.get(key)
+        if isinstance(rel, dict):
+            first = "; ".join(f"{k} = {' = '.join(map(str, v)) if isinstance(v, list) else v}"
+                              for k, v in list(rel.items())[:3])
+            out.append(f"{key} sha256 {_short(rel)} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
+    for key in ("approximations", "assumptions"):
+        if claim.get(key):
+            out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:300]}")
+    classes = evidence.get("reduction", {}).get("classes") if isinstance(evidence.get("reduction"), dict) else None
+    if classes:
+        out.append(f"reduced sizes (checked at, claimed at full size): {json.dumps(classes)[:300]}")
+    for side, s in sorted(claim.items()):
+        if isinstance(s, dict) and isinstance(s.get("ptx"), str):
+            out.append(f"{side} kernel '{s.get('entry')}' ptx sha256 {sha.get(s['ptx'], '?')[:12]} "
+                       f"grid {s.get('grid')} block {s.get('block')}")
+    if "cta" in claim:
+        out.append(f"checked CTA(s): {claim['cta']}")
+    for kind, block in sorted((claim.get("blocks") or {}).items()):
+        if isinstance(block, dict):
+            ev = (evidence.get("blocks") or {}).get(kind)
+            out += describe(block, ev if isinstance(ev, dict) else {}, arts, sha, f"block {kind}: ")
+    if not prefix:
+        out.append("values over the reals" + (f"; {'/'.join(sorted(low))} rounding not modelled" if low else ""))
+    return [prefix + line for line in out]
+
+
+def _spec_matches(claims: list, arts: dict, sha: dict, spec: tuple[str, set[str]]) -> ClaimResult:
+    """``--spec``: every claim that names a spec names the auditor's (by sha256)."""
+    named = [(c.get("id"), c.get("spec")) for c in claims if isinstance(c.get("spec"), str)]
+    wrong = [cid for cid, aid in named if sha.get(aid) not in spec[1]]
+    ok = bool(named) and not wrong
+    detail = (f"every claim's spec is {spec[0]}" if ok else "no claim names a spec" if not named
+              else f"claim '{wrong[0]}' certifies another spec than {spec[0]}")
+    return ClaimResult("--spec", "spec", ok, detail)
 
 
 def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
@@ -85,8 +143,10 @@ def _template(*args) -> str:
 # trusted base is the closure of its own module (tests/test_boundary.py measures each).
 CLAIMS: dict[str, Callable[..., str]] = {"refinement": _refinement, "kernel-equivalence": _kernel,
                                          "staged-refinement": _staged, "train-template": _template}
-def replay(path: str, limits: Limits | None = None) -> list[ClaimResult]:
-    """Replay every claim of the certificate at ``path``; raises ``CheckError`` on bad input."""
+def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] | None = None) -> list[ClaimResult]:
+    """Replay every claim of the certificate at ``path``; raises ``CheckError`` on bad input.
+
+    ``spec``: (a label, the sha256 values of the auditor's spec) that every claim's spec must have."""
     limits = limits or Limits()
     limits.start = time.monotonic()
     cert = load_json(path, limits)
@@ -106,6 +166,7 @@ def replay(path: str, limits: Limits | None = None) -> list[ClaimResult]:
     except Rejected as e:
         return [ClaimResult("-", "-", False, str(e))]
     results, seen = [], set()
+    sha = {a["id"]: a["sha256"] for a in cert["subject"]["artifacts"]}   # checked by load_artifacts
     for i, claim in enumerate(claims):
         where = f"{path}: claim #{i}"
         cid, kind = field(claim, "id", str, where), field(claim, "kind", str, where)
@@ -116,12 +177,14 @@ def replay(path: str, limits: Limits | None = None) -> list[ClaimResult]:
         if kind not in CLAIMS:
             results.append(ClaimResult(cid, kind, False, f"unknown claim kind {kind!r}"))
             continue
+        ev = field(evidence, cid, dict, f"{path}: evidence")
         try:
-            ev = field(evidence, cid, dict, f"{path}: evidence")
-            detail = CLAIMS[kind](claim, ev, arts, where, limits)
-            results.append(ClaimResult(cid, kind, True, detail))
+            results.append(ClaimResult(cid, kind, True, CLAIMS[kind](claim, ev, arts, where, limits)))
         except (Rejected, Unsupported) as e:
             results.append(ClaimResult(cid, kind, False, str(e)))
+        results[-1].shown = describe(claim, ev, arts, sha)
+    if spec is not None:
+        results.append(_spec_matches(claims, arts, sha, spec))
     return results
 
 
