@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .poly import Rat, apply, to_fraction
+from .poly import MAX_EXPONENT, Rat, apply, to_fraction
 
 REQ = object()  # marks a required attribute
 Shape = tuple[int, ...]
@@ -287,6 +287,7 @@ def _pow(x, a):
     if e in (0.5, -0.5):
         return _sqrt(x) if e > 0 else 1 / _sqrt(x)
     _fail_if(not isinstance(e, (int, float)) or int(e) != e, f"pow with exponent {e!r} is not supported")
+    _fail_if(is_sym(x) and abs(e) > MAX_EXPONENT, f"pow exponent {e!r} exceeds the bound {MAX_EXPONENT}")
     return x ** int(e) if not is_sym(x) else np.frompyfunc(lambda v: v ** int(e), 1, 1)(x)
 
 

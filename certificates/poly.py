@@ -28,6 +28,7 @@ Key = tuple   # (Mono, expo poly key)
 ONE_KEY: Key = ((), ())
 MAX_TERMS = 50_000
 
+MAX_EXPONENT = 64   # |k| of a power of a symbolic value (each step is one product)
 # Atom name -> (function, argument values); variables are atoms absent from this table.
 ATOMS: dict[str, tuple[str, tuple["Rat", ...]]] = {}
 
@@ -313,6 +314,8 @@ class Rat:
         if int(k) != k:
             raise Unsupported(f"non-integer power {k}")
         k = int(k)
+        if abs(k) > MAX_EXPONENT:
+            raise LimitExceeded(f"power {k} of a symbolic value exceeds the bound {MAX_EXPONENT}")
         base, out = (self if k >= 0 else Rat.of(1) / self), Rat.of(1)
         for _ in range(abs(k)):
             out = out * base
