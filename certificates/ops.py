@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .dtypes import bounds, cast
 from .poly import MAX_EXPONENT, Rat, apply, to_fraction
 
 REQ = object()  # marks a required attribute
@@ -171,10 +172,10 @@ def _norm_rule(C, I, O, a, why) -> None:
     C.pin_all(out[len(out) - k:], f"{why}: normalized size enters the mean")
 
 
-def _loss_rule(ref: int = 0, classes: bool = True) -> Callable:
-    """Losses summed or not reduced (reduction 0 or 2): batch axes of input ``ref`` lead."""
+def _loss_rule(ref: int = 0, classes: bool = True, reductions: tuple = (0,)) -> Callable:
+    """Losses in ``reductions`` (forward: not reduced; a sum or mean mixes the batch): batch axes of ``ref`` lead."""
     def rule(C, I, O, a, why):
-        if a.get("reduction") not in (0, 2):  # a mean: its size enters the value
+        if a.get("reduction") not in reductions:
             return False
         x = I[ref]
         for y in I + O:
@@ -212,6 +213,7 @@ def _mm_rule(C, I, O, a, why) -> None:
     if len(y) < 2 or len(z) < 2:
         return C.pin_all(y + z + out, f"{why}: matmul of a vector")
     C.tie(y[-1], z[-2]), C.tie(y[-2], out[-2]), C.tie(z[-1], out[-1])
+    C.pin(y[-1], f"{why}: contracted")
     C.bcast(y[:-2], out[:-2]), C.bcast(z[:-2], out[:-2])
     if len(I) == 3:  # addmm's bias
         C.bcast(I[0], out)
@@ -229,6 +231,7 @@ def _linear_shape(shapes, a):
 def _linear_rule(C, I, O, a, why) -> None:
     x, w, out = I[0], I[1], O[0]
     C.tie(x[-1], w[1]), C.tie(w[0], out[-1])
+    C.pin(x[-1], f"{why}: contracted")
     C.bcast(x[:-1], out[:-1])
     if len(I) > 2 and I[2]:
         C.bcast(I[2], out)
@@ -306,7 +309,10 @@ _unary("aten.gelu.default", lambda x, a: (_gelu_tanh if a["approximate"] == "tan
 _unary("aten.logical_not.default", lambda x, a: _concrete(lambda p, q: np.logical_not(p), x, x))
 _unary("aten.clone.default aten.alias.default aten.detach.default aten.lift_fresh_copy.default "
        "aten.contiguous.default _c10d_functional.wait_tensor.default", lambda x, a: x)
-_unary("aten._to_copy.default", lambda x, a: x, {"dtype": None})
+# Casts: exact for every dtype or refused (certificates/dtypes.py); no dtype: a copy.
+_unary("aten._to_copy.default", lambda x, a: x if a["dtype"] is None else cast(x, a["dtype"], a["_symbolic"]),
+       {"dtype": None})
+_unary("prims.convert_element_type.default", lambda x, a: cast(x, a["dtype"], a["_symbolic"]), {"dtype": REQ})
 _unary("aten.pow.Tensor_Scalar", _pow, {"exponent": REQ})
 
 
@@ -348,8 +354,7 @@ def _red_rule(mean: bool) -> Callable:
     def rule(C, I, O, a, why):
         x, dims = I[0], _red_dims(a, len(I[0]))
         C.bcast([v for k, v in enumerate(x) if a["keepdim"] or k not in dims], O[0])
-        if mean:
-            C.pin_all([x[d] for d in dims], f"{why}: its size enters the mean")
+        C.pin_all([x[d] for d in dims], f"{why}: " + ("its size enters the mean" if mean else "summed"))
     return rule
 
 
@@ -371,9 +376,15 @@ def _along_dim(shapes, a):
     return [shapes[0]]
 
 
+def _along_rule(C, I, O, a, why) -> None:
+    """Elementwise except along ``dim``, whose values are mixed (softmax and its backward): pinned."""
+    _ew_rule(C, I, O, a, why)
+    C.pin(O[0][_dim(a["dim"], len(O[0]))], f"{why}: normalized along dim")
+
+
 for _t, _log_sm in (("aten._softmax.default aten.softmax.int", False),
                     ("aten._log_softmax.default aten.log_softmax.int", True)):
-    op(_t, "self", {"dim": REQ, "half_to_float": False, "dtype": None}, shape=_along_dim, axes=_ew_rule)(
+    op(_t, "self", {"dim": REQ, "half_to_float": False, "dtype": None}, shape=_along_dim, axes=_along_rule)(
         lambda xs, a, log=_log_sm: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), log)])
 
 
@@ -634,6 +645,8 @@ INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 def _full(size, value, a):
     """A constant tensor: concrete for integer dtypes, else in the evaluation's element type."""
     if a.get("dtype") in INT_DTYPES:
+        lo, hi = bounds(a["dtype"]) if a["dtype"] != "bool" else (-math.inf, math.inf)
+        _fail_if(not lo <= int(value) <= hi, f"fill value {value} does not fit {a['dtype']}")
         return [np.full(tuple(size), int(value), dtype=bool if a["dtype"] == "bool" else np.int64)]
     if a["_symbolic"]:
         return [np.full(tuple(size), Rat.of(value), dtype=object)]

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .ops import (REQ, ShapeError, _dim, _ew_rule, _fail_if, _lift, _loss_rule, _map, _norm_axes, _norm_rule,
-                  _scalar, _sigmoid, is_sym, op, to_fraction)
+from .ops import (REQ, ShapeError, _along_rule, _dim, _ew_rule, _fail_if, _lift, _loss_rule, _map, _norm_axes,
+                  _norm_rule, _scalar, _sigmoid, is_sym, op, to_fraction)
 from .poly import NUMERIC, Rat
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -62,7 +62,8 @@ def _silu_backward(xs, a):
     return [g * s * (1 + x * (1 - s))]
 
 
-@op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None}, **_EW)
+@op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None}, shape=_same2,
+    axes=_along_rule)
 def _softmax_backward(xs, a):
     g, y = xs
     d = _dim(a["dim"], y.ndim)
@@ -77,9 +78,14 @@ def _ln_bwd_shape(shapes, a):
     return [tuple(x), ns, ns]
 
 
+def _ln_bwd_rule(C, I, O, a, why) -> None:
+    _norm_rule(C, I, O, a, why)
+    C.pin_all(I[1], f"{why}: batch summed into the weight and bias gradients")
+
+
 @op("aten.native_layer_norm_backward.default", "grad_out input mean rstd weight? bias?",
     {"normalized_shape": REQ, "output_mask": [True, True, True]}, shape=_ln_bwd_shape, outputs=3,
-    axes=_norm_rule)
+    axes=_ln_bwd_rule)
 def _layer_norm_backward(xs, a):
     g, x, mean, rstd = xs[:4]
     w = xs[4] if len(xs) > 4 else None
@@ -105,6 +111,7 @@ def _emb_bwd_rule(C, I, O, a, why) -> None:
     C.pin(out[0], f"{why}: rows indexed by integer values")
     C.tie(g[-1], out[1])
     C.bcast(I[1], g[:-1])
+    C.pin_all(g[:-1], f"{why}: positions summed into rows")
 
 
 @op("aten.embedding_dense_backward.default", "grad_output indices",
@@ -130,7 +137,7 @@ def _nll_bwd_shape(shapes, a):
 
 
 @op("aten.nll_loss_backward.default", "grad_output self target weight? total_weight",
-    {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape, axes=_loss_rule(ref=1))
+    {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape, axes=_loss_rule(ref=1, reductions=(0, 2)))
 def _nll_backward(xs, a):
     g, x, t, w, tw = xs
     _fail_if(w is not None, "class weights are not supported")

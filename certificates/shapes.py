@@ -1,12 +1,16 @@
 """Shape reduction, re-checked: a claimed divisor per tensor axis (1: full size), justified or rejected.
 
-``constraints`` reads from the FULL graphs and relations, by each operator's ``axes`` rule (ops.py),
-what any reduction must respect (docs/stages.md maps them to agda/ShapeReduction): *ties* (axes
-indexed together take one divisor), *pins* (axes whose size enters values or that are indexed by
-integer values keep full size; so does every axis of an op without a rule), *scaled* constants
-(offsets, split sizes, pads along an axis: divisible by its divisor, and divided) and reshape
-*groups* (at most one reduced axis on each side). ``reduce`` checks a claim against them (and at
-least 2 elements left on every reduced axis), rewrites shapes and size-carrying attributes, and
+Only *map axes* are reduced (docs/stages.md: theorem ``MapAxis``): along a reduced axis, every
+output element at index i depends on index i of the inputs only, through a function that depends
+on i only through its region (the intervals between recorded offsets). ``constraints`` reads from
+the FULL graphs and relations, by each operator's ``axes`` rule (ops.py): *ties* (axes indexed
+together: one divisor), *pins* (summed, contracted or normalized axes, axes whose size enters a
+value or that integer values index; every axis of an op without a rule: full size), *scaled*
+constants (offsets, split sizes, pads: multiples of divisor x grain, then divided) and reshape
+*links*: a reshape group with several axes on a side keeps its inner axes at full size and ties
+the outermost axes of both sides as blocks (a *grain* per tie class: the elements per block,
+one value per class or the class is pinned). ``reduce`` checks a claim against them (at least 2
+blocks left on every reduced axis), rewrites shapes and size-carrying attributes, and
 re-validates the reduced graphs and relations.
 """
 
@@ -37,7 +41,9 @@ class Constraints:
     parent: dict[Axis, Axis] = field(default_factory=dict)
     pins: dict[Axis, str] = field(default_factory=dict)
     scaled: list[tuple[Axis, int, str]] = field(default_factory=list)
-    groups: list[tuple[list[Axis], list[Axis], str]] = field(default_factory=list)
+    links: list[tuple[Axis, Axis]] = field(default_factory=list)  # outer axes of a reshape: one divisor
+    grains: list[tuple[Axis, int, str]] = field(default_factory=list)  # (axis, elements per block, why)
+    grain: dict[Axis, int] = field(default_factory=dict)          # class root -> its one grain (``settle``)
     sites: dict[tuple[str, str], list[Site]] = field(default_factory=dict)  # per node: attributes to rewrite
     node: tuple[str, str] = ("", "")  # (side, node name) or ("term", path) whose rule runs
 
@@ -89,7 +95,37 @@ class Constraints:
             if len(ga) == 1 and len(gb) == 1:
                 self.tie(ga[0], gb[0])
             else:
-                self.groups.append((ga, gb, why))
+                self.pin_all(ga[1:] + gb[1:], f"{why}: inner axis of a reshape group")
+                ia, ib = math.prod(self.size[v] for v in ga[1:]), math.prod(self.size[v] for v in gb[1:])
+                block = math.lcm(ia, ib)
+                self.links.append((ga[0], gb[0]))
+                self.grains.append((ga[0], block // ia, why))
+                self.grains.append((gb[0], block // ib, why))
+
+    def settle(self) -> None:
+        """One grain per tie class: a class asked for two keeps full size."""
+        for a, g, why in self.grains:
+            r = self.find(a)
+            if self.grain.setdefault(r, g) != g:
+                self.pin(r, f"{why}: reshape blocks of {g} and {self.grain[r]} elements on one axis")
+
+    def blocks(self, a: Axis) -> int:
+        """Elements per block of axis ``a`` (1 unless a reshape groups it)."""
+        return self.grain.get(self.find(a), 1)
+
+    def divisor_classes(self) -> dict[Axis, Axis]:
+        """Every axis -> the root of its divisor class: tie classes joined by reshape links."""
+        up: dict[Axis, Axis] = {}
+
+        def top(r: Axis) -> Axis:
+            while up.get(r, r) != r:
+                r = up[r]
+            return r
+        for a, b in self.links:
+            ra, rb = top(self.find(a)), top(self.find(b))
+            if ra != rb:
+                up[max(ra, rb)] = min(ra, rb)
+        return {a: top(self.find(a)) for a in self.size}
 
     def quantity(self, a: Axis, v, why: str, key: str | None = None, i: int | None = None) -> None:
         """A constant ``v`` counted along ``a``, held by attribute ``key`` (at index ``i``) if named."""
@@ -153,6 +189,7 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
             for k, e in enumerate(es):
                 C.tie_all(_term(C, e, f"{kind}:{s}#{k}", lambda r: impl.tensors[r].shape),
                           _axes("spec", s, len(spec.tensors[s].shape)))
+    C.settle()
     return C
 
 
@@ -178,25 +215,25 @@ def parse_classes(obj, C: Constraints, where: str) -> dict[Axis, int]:
 
 def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
     """Every side condition of a claimed reduction; returns the divisor of every axis."""
-    real: dict[Axis, int] = {}
+    cls, real, first = C.divisor_classes(), {}, {}
     for a in C.size:
         if a[0] != "term":
-            r, d = C.find(a), div.get(a, 1)
+            r, d = cls[a], div.get(a, 1)
             if real.setdefault(r, d) != d:
-                raise Unjustified(f"axis {list(a)} and axis {list(r)} are tied but divided by {d} and {real[r]}")
-    full = {a: real.get(C.find(a), 1) for a in C.size}
+                raise Unjustified(f"axis {list(a)} and axis {list(first[r])} are tied but divided by {d} and {real[r]}")
+            first.setdefault(r, a)
+    full = {a: real.get(cls[a], 1) for a in C.size}
     for a, d in full.items():
-        if d > 1 and (C.size[a] % d or C.size[a] // d < 2):
-            raise Unjustified(f"axis {list(a)} of size {C.size[a]} cannot be divided by {d} (needs >= 2 left)")
+        g = C.blocks(a)
+        if d > 1 and (C.size[a] % (d * g) or C.size[a] // (d * g) < 2):
+            raise Unjustified(f"axis {list(a)} of size {C.size[a]} (blocks of {g}) cannot be divided by {d} "
+                              "(needs >= 2 blocks left)")
         if d > 1 and a in C.pins:
             raise Unjustified(f"axis {list(a)} must keep full size: {C.pins[a]}")
     for a, v, why in C.scaled:
-        if v % full[a]:
-            raise Unjustified(f"{why}: {v} is not a multiple of the divisor {full[a]} of axis {list(a)}")
-    for xs, ys, why in C.groups:
-        rx, ry = [v for v in xs if full[v] > 1], [v for v in ys if full[v] > 1]
-        if len(rx) > 1 or len(ry) > 1 or len(rx) != len(ry) or rx and full[rx[0]] != full[ry[0]]:
-            raise Unjustified(f"{why}: reshape group reduced unevenly ({len(rx)} and {len(ry)} reduced axes)")
+        if full[a] > 1 and v % (full[a] * C.blocks(a)):
+            raise Unjustified(f"{why}: {v} is not a multiple of the divisor {full[a]} x blocks of {C.blocks(a)} "
+                              f"of axis {list(a)}")
     return full
 
 

@@ -24,13 +24,15 @@ def _apply(case: Case, classes):
     return shapes.reduce(case.spec, case.impl, r.spec, r.impl, rels, classes, "test", Limits())
 
 
-def test_tp_mlp_reduces_every_class_to_two_per_shard():
+def test_tp_mlp_reduces_its_map_axes_and_keeps_contracted_ones():
     case = workloads.tp_mlp(world=2, tokens=4, dim=8, hidden=16)
     red = reduce_case(case)
     got = {(a[0], a[1], a[2]): red.sizes[tuple(a)] for c in red.classes for a in c["axes"]}
-    assert got[("spec", "W1", 0)] == (16, 4) and got[("impl", "w1@r0", 0)] == (8, 2)  # shards stay equal
-    assert got[("spec", "X", 0)] == (4, 2) and got[("spec", "X", 1)] == (8, 2)
-    assert red.volume[1] < red.volume[0] / 5
+    assert got[("spec", "X", 0)] == (4, 2) and got[("spec", "W2", 0)] == (8, 2)  # tokens, output features
+    assert got[("impl", "w2@r0", 0)] == (8, 2)
+    assert ("spec", "W1", 0) not in got and ("spec", "X", 1) not in got  # contracted: full size
+    assert any("contracted" in c["reason"] for c in red.kept)
+    assert red.volume[1] < red.volume[0] / 1.9
     assert red.case.input_relation["W1"] == ["concat(w1@r0, w1@r1, dim=0)"]
     assert verify_staged(case).verified
 
@@ -105,7 +107,7 @@ def test_checker_rejects_untied_short_and_malformed_classes():
             _apply(case, bad)
 
 
-def test_reshape_groups_reduce_one_axis_per_side():
+def test_reshape_groups_reduce_the_outer_axis_in_blocks():
     s = GraphBuilder("spec", 1)
     s.input("X", [4, 6], "activation")
     s.node("aten.view.default", ["X"], "Y", size=[24])
@@ -116,10 +118,12 @@ def test_reshape_groups_reduce_one_axis_per_side():
     g.output("y")
     case = Case("view", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
     red = reduce_case(case)
-    # the larger axis of the merged pair is reduced (6 -> 2), the other keeps full size
-    assert red.case.impl["nodes"][0]["attrs"]["size"] == [8] and red.case.impl["tensors"]["x"]["shape"] == [4, 2]
-    both = [{"divisor": 2, "axes": [["spec", "X", 0], ["impl", "x", 0], ["spec", "Y", 0], ["impl", "y", 0]]},
-            {"divisor": 3, "axes": [["spec", "X", 1], ["impl", "x", 1]]}]
-    with pytest.raises(shapes.Unjustified):
-        _apply(case, both)
+    # the outer axis is reduced (4 -> 2), the flat axis in blocks of 6 (24 -> 12), the inner axis keeps 6
+    assert red.case.impl["nodes"][0]["attrs"]["size"] == [12] and red.case.impl["tensors"]["x"]["shape"] == [2, 6]
+    outer = [["spec", "X", 0], ["impl", "x", 0], ["spec", "Y", 0], ["impl", "y", 0]]
+    for bad in ([{"divisor": 2, "axes": outer}, {"divisor": 3, "axes": [["spec", "X", 1], ["impl", "x", 1]]}],
+                [{"divisor": 3, "axes": [["spec", "X", 1], ["impl", "x", 1], ["spec", "Y", 0], ["impl", "y", 0]]}],
+                [{"divisor": 4, "axes": outer}]):
+        with pytest.raises(shapes.Unjustified):
+            _apply(case, bad)
     assert verify_staged(case).verified

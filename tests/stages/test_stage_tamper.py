@@ -94,7 +94,7 @@ def test_untouched_certificate_is_accepted(cert, tmp_path):
     code, msg = _outcome(cert, tmp_path)
     assert code == 0, msg
     proved, matched = map(int, re.search(r"10 stages, (\d+) proved, (\d+) matched", msg).groups())
-    assert proved + matched == 10 and matched >= 3, msg   # the chain's repeated layers are matched
+    assert proved + matched == 10 and matched >= 2, msg   # the chain's repeated layers are matched
 
 
 def test_random_mutations_never_crash_or_accept_changed_claims(cert, tmp_path):

@@ -59,13 +59,14 @@ def test_identical_layers_are_proved_once_and_replayed(tmp_path):
     assert res.verified and not res.fallback
     # 3 layers x 3 operators + the expectations; layer 0's first matmul reads the replicated
     # input, layer 1's the all-reduced sum (its relation found by the full search), layer 2's
-    # the partial sum (carried from layer 1's step): 7 classes, the rest matched
-    assert len(res.stages) == 10 and res.classes == 7
-    assert [s.rep for s in res.stages] == [0, 1, 2, 3, 1, 5, 6, 1, 2, 9]
-    assert {p for p, _, _ in seen} == {"infer", "prove"} and seen[-1] == ("prove", 7, 7)
+    # the partial sum (carried from layer 1's step); the last matmul keeps its output features
+    # reduced (nothing contracts them) while the hidden ones are contracted: 8 classes, the rest matched
+    assert len(res.stages) == 10 and res.classes == 8
+    assert [s.rep for s in res.stages] == [0, 1, 2, 3, 1, 5, 6, 1, 8, 9]
+    assert {p for p, _, _ in seen} == {"infer", "prove"} and seen[-1] == ("prove", 8, 8)
     [claim] = _replay(res, tmp_path)
-    assert claim.ok and "10 stages, 7 proved, 3 matched" in claim.detail, claim.detail
-    assert summary(res)["volume"][1] < summary(res)["volume"][0] / 5
+    assert claim.ok and "10 stages, 8 proved, 2 matched" in claim.detail, claim.detail
+    assert summary(res)["volume"][1] < summary(res)["volume"][0] / 1.4
 
 
 def test_process_pool_gives_the_same_stages_and_verdicts():
@@ -103,7 +104,7 @@ def test_dask_cluster_on_loopback():
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
                                   processes=True) as cluster:
         res = verify_staged(mlp_chain(2), executor=cluster.scheduler_address.replace("tcp://", "dask://"))
-    assert res.verified and res.classes == 5   # two layers
+    assert res.verified and res.classes == 6   # two layers; the last one keeps its output features reduced
     with pytest.raises(ValueError, match="only dask"):
         verify_staged(mlp_chain(1), executor="ray://x")
 
@@ -124,7 +125,9 @@ def test_bundled_gpt_block_staged_and_replayed(gpt_case, tmp_path):
 
 
 @pytest.mark.slow
-def test_gpt_block_at_four_times_the_sizes_is_reduced(tmp_path):
+def test_gpt_block_at_four_times_the_sizes_keeps_its_mixed_axes(tmp_path):
+    """Tokens are attention keys (softmax, contracted), features contracted, heads reshape the
+    features: no map axis is left, so the block is proved at its full sizes (docs/stages.md)."""
     pytest.importorskip("torch")
     from examples.cases import gpt_tp_sp
     from examples.models.gpt import GPT
@@ -134,7 +137,8 @@ def test_gpt_block_at_four_times_the_sizes_is_reduced(tmp_path):
                             impl=lambda rank, w: GPT(1, d, heads, f, w), inputs={"x": (s, d)},
                             impl_inputs={"x": (s // 2, d)})
     res = verify_staged(capture_case(c), jobs=2)
-    assert res.verified and res.reduction.volume[1] < res.reduction.volume[0] / 2
+    assert res.verified and res.reduction.volume[1] == res.reduction.volume[0]
+    assert {"contracted", "normalized along dim"} <= {c["reason"].rsplit(": ", 1)[-1] for c in res.reduction.kept}
     [claim] = _replay(res, tmp_path)
     assert claim.ok, claim.detail
 

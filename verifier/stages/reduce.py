@@ -1,11 +1,10 @@
 """Analytic shape reduction of a case (docs/stages.md).
 
 The constraints are the checker's own (``certificates.shapes.constraints``: ties, pins,
-scaled constants, reshape groups); this module only solves them: union-find classes,
-reshape groups resolved by keeping the largest axis of each side free, then per class
-the largest divisor of the gcd of its sizes and scaled constants that leaves at least 2
-elements on every member. No optimizer is needed: every constraint is a tie, a pin or a
-divisibility. ``certificates.shapes.reduce`` then rewrites (and re-checks) the graphs.
+scaled constants, reshape links and grains); this module only solves them: per divisor
+class the largest divisor of the gcd of its sizes and scaled constants, counted in blocks,
+that leaves at least 2 blocks on every member. No optimizer is needed: every constraint is a
+tie, a pin or a divisibility. ``certificates.shapes.reduce`` then rewrites (and re-checks) the graphs.
 """
 
 from __future__ import annotations
@@ -31,52 +30,30 @@ class Reduction:
     volume: tuple[int, int] = (0, 0)             # elements over all tensors, full and reduced
 
 
-def _resolve_groups(C: shapes.Constraints) -> None:
-    """Pin reshape-group axes until each side has at most one free axis, then tie the free pair."""
-    changed = True
-    while changed:
-        changed = False
-        pinned = {C.find(a) for a in C.pins}
-        for xs, ys, why in C.groups:
-            free = []
-            for side in (xs, ys):
-                f = [v for v in side if C.find(v) not in pinned]
-                for v in sorted(f, key=lambda v: -C.size[v])[1:]:
-                    C.pin(v, f"{why}: another axis of the reshape is reduced")
-                    pinned.add(C.find(v))
-                    changed = True
-                free.append(f and max(f, key=lambda v: C.size[v]))
-            fx, fy = free
-            if bool(fx) != bool(fy):
-                C.pin(fx or fy, f"{why}: the other side of the reshape keeps full size")
-                pinned.add(C.find(fx or fy))
-                changed = True
-            elif fx and C.find(fx) != C.find(fy):
-                C.tie(fx, fy)
-                changed = True
-
-
 def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str]]:
-    """A divisor and a reason per class root."""
-    _resolve_groups(C)
+    """A divisor and a reason per divisor class (``C.divisor_classes``), keyed by every member axis."""
+    cls = C.divisor_classes()
     members: dict[Axis, list[Axis]] = {}
     for a in C.size:
-        members.setdefault(C.find(a), []).append(a)
-    quantities: dict[Axis, list[int]] = {}
+        members.setdefault(cls[a], []).append(a)
+    units: dict[Axis, list[tuple[int, int]]] = {}    # class -> (a size or offset, its axis' grain)
+    for a in C.size:
+        units.setdefault(cls[a], []).append((C.size[a], C.blocks(a)))
     for a, v, _ in C.scaled:
-        quantities.setdefault(C.find(a), []).append(v)
+        units[cls[a]].append((v, C.blocks(a)))
     out: dict[Axis, tuple[int, str]] = {}
     for root, ms in members.items():
         pin = next((C.pins[m] for m in ms if m in C.pins), None)
-        if pin:
-            out[root] = (1, f"full size: {pin}")
+        if pin or any(n % g for n, g in units[root]):
+            out[root] = (1, f"full size: {pin or 'a size or offset splits a reshape block'}")
             continue
-        g = math.gcd(*[C.size[m] for m in ms], *quantities.get(root, []))
-        cap = min(C.size[m] // 2 for m in ms)
+        g = math.gcd(*[n // k for n, k in units[root]])
+        cap = min(C.size[m] // (2 * C.blocks(m)) for m in ms)
         d = max((k for k in range(1, min(g, cap) + 1) if g % k == 0), default=1)
-        out[root] = (d, f"gcd {g} of sizes and offsets, smallest member {min(C.size[m] for m in ms)}"
-                        f" kept >= 2" if d > 1 else f"kept: gcd {g}, smallest member {min(C.size[m] for m in ms)}")
-    return out
+        small = min(C.size[m] for m in ms)
+        out[root] = (d, f"gcd {g} of sizes and offsets (in blocks), smallest member {small} kept >= 2 blocks"
+                        if d > 1 else f"kept: gcd {g}, smallest member {small}")
+    return {a: out[r] for a, r in cls.items()}
 
 
 def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
@@ -87,9 +64,10 @@ def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
     C = shapes.constraints(r.spec, r.impl, rels)
     divisors = solve(C)
     classes: dict[Axis, dict] = {}
+    cls = C.divisor_classes()
     for a in C.size:
-        root = C.find(a)
-        d, why = divisors[root]
+        root = cls[a]
+        d, why = divisors[a]
         c = classes.setdefault(root, {"divisor": d, "full": C.size[a], "reason": why, "axes": []})
         if a[0] != "term":
             c["axes"].append(list(a))

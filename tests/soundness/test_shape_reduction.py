@@ -1,0 +1,225 @@
+"""Shape reduction beyond its theorem (issue 12, item 1): only map axes may be reduced.
+
+Each trap is false at full size and true at the size the old rules reduced it to. For each:
+``verify --staged`` must not say VERIFIED, and a certificate that writes the old reduction by
+hand (its stages proved at the reduced size, where the trap holds) must be rejected by replay.
+"""
+
+import json
+
+import pytest
+
+from certificates import shapes
+from certificates.errors import CheckError
+from certificates.limits import Limits
+from certificates.replay import replay
+from verifier import direct, workloads
+from verifier.case import Case
+from verifier.certificate import artifact
+from verifier.ir import GraphBuilder
+from verifier.stages.certificate import staged_certificate
+from verifier.stages.reduce import reduce_case
+from verifier.stages.run import verify_staged
+
+
+def _newton(b: GraphBuilder, x: str, extra: str | None = None) -> str:
+    """``p1 + (p1^3 - 3 p1 p2 + 2 p3)`` (``extra`` in place of p1 if given): adds 6 e3(x), 0 at length <= 2."""
+    for k in (2, 3):
+        b.node("aten.pow.Tensor_Scalar", [x], f"{x}_pow{k}", exponent=k)
+        b.node("aten.sum.default", [f"{x}_pow{k}"], f"p{k}")
+    b.node("aten.sum.default", [x], "p1")
+    b.node("aten.pow.Tensor_Scalar", ["p1"], "p1_cubed", exponent=3)
+    b.node("aten.mul.Tensor", ["p1", "p2"], "p1p2")
+    b.node("aten.mul.Tensor", ["p1p2"], "p1p2x3", other=3)
+    b.node("aten.mul.Tensor", ["p3"], "p3x2", other=2)
+    b.node("aten.sub.Tensor", ["p1_cubed", "p1p2x3"], "t")
+    b.node("aten.add.Tensor", ["t", "p3x2"], "e3x6")
+    b.node("aten.add.Tensor", [extra or "p1", "e3x6"], "y")
+    return "y"
+
+
+def sum_trap(n: int) -> Case:
+    s = GraphBuilder("sum", 1)
+    s.input("X", [n], "activation")
+    s.node("aten.sum.default", ["X"], "Y")
+    s.output("Y")
+    g = GraphBuilder("newton", 1)
+    g.input("x", [n], "activation")
+    g.output(_newton(g, "x"))
+    return Case("sum_trap", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def softmax_trap(n: int) -> Case:
+    s = GraphBuilder("softmax", 1)
+    s.input("X", [n], "activation")
+    s.node("aten._softmax.default", ["X"], "Y", dim=0)
+    s.output("Y")
+    g = GraphBuilder("logistic", 1)  # 1 / (1 + exp(sum(x) - 2x)): softmax at length 2 only
+    g.input("x", [n], "activation")
+    g.node("aten.sum.default", ["x"], "s")
+    g.node("aten.mul.Tensor", ["x"], "x2", other=2)
+    g.node("aten.sub.Tensor", ["s", "x2"], "d")
+    g.node("aten.exp.default", ["d"], "e")
+    g.node("aten.add.Tensor", ["e"], "e1", other=1)
+    g.node("aten.reciprocal.default", ["e1"], "y")
+    g.output("y")
+    return Case("softmax_trap", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def count_trap(n: int, expand: bool) -> Case:
+    """``mean`` over 2 against ``sum / ones(T, n).sum(-1)`` (or an expanded ones): right at n = 2 only."""
+    s = GraphBuilder("mean", 1)
+    s.input("X", [3, 2], "activation")
+    s.node("aten.mean.dim", ["X"], "Y", dim=[-1])
+    s.output("Y")
+    g = GraphBuilder("count", 1)
+    g.input("x", [3, 2], "activation")
+    g.node("aten.sum.dim_IntList", ["x"], "t", dim=[-1])
+    if expand:
+        g.node("aten.ones.default", [], "o1", size=[3, 1])
+        g.node("aten.expand.default", ["o1"], "o", size=[3, n])
+    else:
+        g.node("aten.ones.default", [], "o", size=[3, n])
+    g.node("aten.sum.dim_IntList", ["o"], "c", dim=[-1])
+    g.node("aten.div.Tensor", ["t", "c"], "y")
+    g.output("y")
+    return Case("count_trap", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def view_trap(n: int) -> Case:
+    """``x.view(n/4, 4).t()`` against ``x.view(n/8, 8).t()`` read back as the spec's shape."""
+    s = GraphBuilder("view4", 1)
+    s.input("X", [n], "activation")
+    s.node("aten.view.default", ["X"], "V", size=[n // 4, 4])
+    s.node("aten.t.default", ["V"], "Y")
+    s.output("Y")
+    g = GraphBuilder("view8", 1)
+    g.input("x", [n], "activation")
+    g.node("aten.view.default", ["x"], "v", size=[n // 8, 8])
+    g.node("aten.t.default", ["v"], "y")
+    g.output("y")
+    return Case("view_trap", s.build(), g.build(), {"X": ["x"]}, {"Y": [f"reshape(y, shape=[4, {n // 4}])"]})
+
+
+def mse_trap(n: int) -> Case:
+    s = GraphBuilder("mse", 1)
+    for t in ("A", "B"):
+        s.input(t, [n], "activation")
+    s.node("aten.mse_loss.default", ["A", "B"], "Y", reduction=2)
+    s.output("Y")
+    g = GraphBuilder("mse_newton", 1)
+    for t in ("a", "b"):
+        g.input(t, [n], "activation")
+    g.node("aten.mse_loss.default", ["a", "b"], "m", reduction=2)
+    g.node("aten.sub.Tensor", ["a", "b"], "d")
+    g.output(_newton(g, "d", extra="m"))
+    return Case("mse_trap", s.build(), g.build(), {"A": ["a"], "B": ["b"]}, {"Y": ["y"]})
+
+
+def _axes_of(case: Case, k: int, extra: list) -> list:
+    """Axis ``k`` of every tensor of both graphs whose size is not 1 there, plus ``extra``."""
+    out = [[side, t, k] for side, g in (("spec", case.spec), ("impl", case.impl))
+           for t, v in g["tensors"].items() if len(v["shape"]) > k and v["shape"][k] > 1]
+    return out + extra
+
+
+# (name, full-size case, the case at the size the old rules reduced it to, the old classes)
+TRAPS = [
+    ("sum", sum_trap(4), sum_trap(2), lambda c: [{"divisor": 2, "axes": _axes_of(c, 0, [])}]),
+    ("softmax", softmax_trap(4), softmax_trap(2), lambda c: [{"divisor": 2, "axes": _axes_of(c, 0, [])}]),
+    ("ones", count_trap(4, False), count_trap(2, False), lambda c: [{"divisor": 2, "axes": [["impl", "o", 1]]}]),
+    ("expand", count_trap(4, True), count_trap(2, True), lambda c: [{"divisor": 2, "axes": [["impl", "o", 1]]}]),
+    ("view", view_trap(24), None, lambda c: [{"divisor": 2, "axes": [
+        ["spec", "X", 0], ["impl", "x", 0], ["spec", "V", 0], ["spec", "Y", 1], ["impl", "v", 1], ["impl", "y", 0]]}]),
+    ("mse", mse_trap(4), mse_trap(2), lambda c: [{"divisor": 2, "axes": _axes_of(c, 0, [])}]),
+]
+
+
+def _view_reduced() -> Case:
+    """What the old rules made of ``view_trap(24)``: both sides ``x.view(3, 4).t()``."""
+    s = GraphBuilder("view4", 1)
+    s.input("X", [12], "activation")
+    s.node("aten.view.default", ["X"], "V", size=[3, 4])
+    s.node("aten.t.default", ["V"], "Y")
+    s.output("Y")
+    g = GraphBuilder("view8", 1)
+    g.input("x", [12], "activation")
+    g.node("aten.view.default", ["x"], "v", size=[3, 4])
+    g.node("aten.t.default", ["v"], "y")
+    g.output("y")
+    return Case("view_trap", s.build(), g.build(), {"X": ["x"]}, {"Y": ["reshape(y, shape=[4, 3])"]})
+
+
+def forged(full: Case, small: Case, classes: list) -> dict:
+    """The certificate the old checker accepted: stages proved at the reduced size, claim at full size."""
+    res = verify_staged(small, reduce=False)
+    assert res.verified, "the trap must hold at the reduced size"
+    cert = staged_certificate(res)
+    cert["subject"]["artifacts"] = [artifact("spec", full.spec), artifact("impl", full.impl)]
+    cert["claims"][0].update(input_relation=full.input_relation, output_relation=full.expect)
+    cert["evidence"][full.name]["reduction"]["classes"] = classes
+    return cert
+
+
+def _replay(cert: dict, tmp_path) -> tuple[bool, str]:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cert))
+    try:
+        [r] = replay(str(path))
+    except CheckError as e:
+        return False, str(e)
+    return r.ok, r.detail
+
+
+@pytest.mark.parametrize("name, full, small, classes", TRAPS, ids=[t[0] for t in TRAPS])
+def test_trap_is_not_verified_and_its_forged_reduction_is_rejected(name, full, small, classes, tmp_path):
+    res = verify_staged(full)
+    assert not res.verified, f"{name}: a trap false at full size was VERIFIED"
+    ok, why = _replay(forged(full, small or _view_reduced(), classes(full)), tmp_path)
+    assert not ok and "reduction not justified" in why, why
+
+
+@pytest.mark.parametrize("name, full, small, classes", TRAPS, ids=[t[0] for t in TRAPS])
+def test_trap_reduction_is_refused_by_the_checker(name, full, small, classes):
+    r = direct.prepare(full, Limits())
+    C = shapes.constraints(r.spec, r.impl, {"input": r.inputs, "output": r.expect})
+    with pytest.raises(shapes.Unjustified):
+        shapes.check(C, shapes.parse_classes(classes(full), C, name))
+
+
+def test_a_reshape_grain_conflict_pins_the_flat_axis():
+    red = reduce_case(view_trap(24))
+    assert red.classes == [] and any("reshape blocks of" in c["reason"] for c in red.kept)
+
+
+def _map_control(n: int) -> Case:
+    """relu of a row-sharded matrix, rows concatenated: every axis is a map axis."""
+    s = GraphBuilder("relu", 1)
+    s.input("X", [n, 6], "activation")
+    s.node("aten.relu.default", ["X"], "Y")
+    s.node("aten.view.default", ["Y"], "Z", size=[n * 6])
+    s.output("Z")
+    g = GraphBuilder("relu_tp", 2)
+    for r in (0, 1):
+        g.input(f"x@r{r}", [n // 2, 6], "activation", rank=r)
+        g.node("aten.relu.default", [f"x@r{r}"], f"y@r{r}", rank=r)
+        g.node("aten.view.default", [f"y@r{r}"], f"z@r{r}", size=[n * 3], rank=r)
+    g.output("z@r0", "z@r1")
+    return Case("relu_tp", s.build(), g.build(), {"X": ["concat(x@r0, x@r1, dim=0)"]},
+                {"Z": ["concat(z@r0, z@r1, dim=0)"]})
+
+
+@pytest.mark.parametrize("case", [_map_control(8), sum_trap(2), count_trap(2, False),
+                                  workloads.tp_mlp(world=2, tokens=4, dim=8, hidden=16)],
+                         ids=["map", "newton_at_2", "count_at_2", "tp_mlp"])
+def test_correct_controls_still_verify_and_replay(case, tmp_path):
+    res = verify_staged(case)
+    assert res.verified
+    ok, why = _replay(staged_certificate(res), tmp_path)
+    assert ok, why
+
+
+def test_map_axes_are_still_reduced_through_shards_and_reshapes():
+    red = reduce_case(_map_control(8))
+    assert red.sizes[("spec", "X", 0)] == (8, 4) and red.sizes[("impl", "x@r0", 0)] == (4, 2)
+    assert red.sizes[("spec", "Z", 0)] == (48, 24)  # the flat axis in blocks of 6
