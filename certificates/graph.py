@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import LimitExceeded, Malformed, Unsupported
 from .limits import DEFAULT, Limits
+from .dtypes import DtypeError, fit
 from .ops import REQ, REGISTRY, Op, ShapeError
 
 GRAPH_FORMAT, GRAPH_VERSION = "pvcert-graph", 1
@@ -272,6 +273,10 @@ def _check_shapes(node: Node, tensors: dict, where: str) -> None:
         raise Malformed(where, f"{what}: {e}") from None
     if len(out) != len(node.outputs):
         raise Malformed(where, f"{what}: gives {len(out)} outputs, the node lists {len(node.outputs)}")
+    dt = node.attrs.get("dtype")  # a dtype attribute (casts, factories, reductions) is the result's
+    if dt is not None and any(tensors[t].dtype != dt for t in node.outputs):
+        raise Malformed(where, f"{what}: dtype attribute {dt!r}, output '{node.outputs[0]}' declared "
+                               f"{tensors[node.outputs[0]].dtype!r}")
     for t, s in zip(node.outputs, out):
         if tuple(s) != tensors[t].shape:
             raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} but the op gives {list(s)}")
@@ -287,7 +292,8 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limit
             xs.pop()
         try:
             outs = node.op.run(xs, node.full_attrs(symbolic))
-        except (ShapeError, ZeroDivisionError) as e:
+            outs = [fit(np.asarray(v), g.tensors[t].dtype, symbolic) for t, v in zip(node.outputs, outs)]
+        except (ShapeError, ZeroDivisionError, DtypeError) as e:
             raise Unsupported(f"{g.name}: node '{node.name}' ({node.target}): {e}") from None
         for t, v in zip(node.outputs, outs):
             vals[t] = v = np.asarray(v)

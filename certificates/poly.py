@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import numbers
+from contextlib import contextmanager
 from fractions import Fraction
 
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Iterator
 
 from .errors import LimitExceeded, Unsupported
 
@@ -27,10 +28,36 @@ Mono = tuple  # tuple[tuple[str, int], ...]
 Key = tuple   # (Mono, expo poly key)
 ONE_KEY: Key = ((), ())
 MAX_TERMS = 50_000
-
 MAX_EXPONENT = 64   # |k| of a power of a symbolic value (each step is one product)
+
 # Atom name -> (function, argument values); variables are atoms absent from this table.
 ATOMS: dict[str, tuple[str, tuple["Rat", ...]]] = {}
+
+# Side conditions of partial operations: (kind, value) with kind "!=0" (a divisor), ">0" (a log
+# argument) or ">=0" (a sqrt argument); recorded while ``side_conditions`` collects.
+Cond = tuple[str, "Rat"]
+_SIDE: list[Cond] | None = None
+
+
+class Undefined(ZeroDivisionError):
+    """A partial operation applied to a constant outside its domain (log of 0, sqrt of -1)."""
+
+
+@contextmanager
+def side_conditions() -> Iterator[list[Cond]]:
+    """Collect the side condition of every partial operation on a non-constant value built
+    meanwhile (constants are decided on the spot: a constant outside the domain raises)."""
+    global _SIDE
+    saved, _SIDE = _SIDE, []
+    try:
+        yield _SIDE
+    finally:
+        _SIDE = saved
+
+
+def _side(kind: str, x: "Rat") -> None:
+    if _SIDE is not None:
+        _SIDE.append((kind, x))
 
 
 def to_fraction(x):
@@ -305,6 +332,8 @@ class Rat:
         o = Rat.of(o)
         if o.n.is_zero():
             raise ZeroDivisionError("division by zero")
+        if o.constant() is None:
+            _side("!=0", o)
         return Rat(self.n.mul(o.d), self.d.mul(o.n))
 
     def __rtruediv__(self, o) -> "Rat":
@@ -350,6 +379,7 @@ def apply(fn: str, *args) -> Rat:
         if a.d.constant() == 1:
             return Rat(Poly({((), intern_expo(a.n.key())): Q(1)})) if not a.n.is_zero() else Rat.of(1)
     elif fn == "log":
+        _domain(a, ">0", "log")
         if a.d.constant() == 1 and len(a.n.t) == 1:
             ((mono, expo), c), = a.n.t.items()
             if c == 1 and not mono and expo:  # log(exp(p)) = p
@@ -369,14 +399,24 @@ def apply(fn: str, *args) -> Rat:
             return Rat.of(max(consts))
         args = tuple(flat[k] for k in sorted(flat))
     elif fn == "sqrt":
+        _domain(a, ">=0", "sqrt")
         c = a.constant()
-        if c is not None and c >= 0:
+        if c is not None:
             rn, rd = math.isqrt(c.numerator), math.isqrt(c.denominator)
             if rn * rn == c.numerator and rd * rd == c.denominator:
                 return Rat.of(Q(rn, rd))
     name = f"{fn}({', '.join(str(x) for x in args)})"
     ATOMS.setdefault(name, (fn, args))
     return Rat(Poly.atom(name))
+
+
+def _domain(a: Rat, kind: str, fn: str) -> None:
+    """Record ``a``'s side condition for ``fn``; a constant outside the domain is undefined."""
+    c = a.constant()
+    if c is None:
+        _side(kind, a)
+    elif not (c > 0 if kind == ">0" else c >= 0):
+        raise Undefined(f"{fn} of {c} is undefined")
 
 
 def _single_atom(x: Rat) -> str | None:

@@ -21,8 +21,8 @@ from . import terms
 from .errors import LimitExceeded, Malformed, Unsupported
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
-from .poly import Rat, substitute
-from .solve import Verdict, decide
+from .poly import Rat, side_conditions, substitute
+from .solve import Verdict, decide, definedness
 
 Relation = dict[str, list[terms.Term]]
 
@@ -245,26 +245,36 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
     for point, s_env, i_env in integer_assignments(spec, impl, spec_env, impl_env, limits):
-        s_vals = evaluate(spec, s_env, True, limits)
+        with side_conditions() as s_side:
+            s_vals = evaluate(spec, s_env, True, limits)
         try:
-            i_vals = evaluate(impl, i_env, True, limits)
+            with side_conditions() as i_side:
+                i_vals = evaluate(impl, i_env, True, limits)
         except Unsupported as e:
             if not point:
                 raise
             for o in outcomes.values():
                 o.failure = o.failure or f"impl fails at integer inputs {point}: {e}"
             break
+        # Definedness (DESIGN.md rule 4): assume only the spec's side conditions, shown
+        # satisfiable, and only once the impl's are shown to follow from them.
+        undefined = definedness(s_side, i_side) if s_side or i_side else None
+        if undefined:
+            for o in outcomes.values():
+                o.failure = o.failure or (f"{undefined} (integer inputs {point})" if point else undefined)
+            break
+        hyps = list({(k, str(v)): (k, v) for k, v in s_side}.values())
         for s, ts in outputs.items():
             for t in ts:
                 o = outcomes[(s, str(t))]
                 if o.failure:
                     continue
                 rhs = np.asarray(terms.evaluate(t, i_vals.__getitem__))
-                _compare(o, s_vals[s], rhs, point, limits)
+                _compare(o, s_vals[s], rhs, point, limits, hyps)
     return list(outcomes.values())
 
 
-def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: Limits) -> None:
+def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: Limits, hyps: list) -> None:
     at = f" (integer inputs {point})" if point else ""
     for idx in np.ndindex(*lhs.shape):
         limits.tick()
@@ -272,7 +282,7 @@ def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: 
         if not isinstance(a, Rat) and not isinstance(b, Rat):
             v = Verdict(True, "concrete") if a == b else Verdict(False, "concrete", {}, (a, b))
         else:
-            v = decide(Rat.of(a), Rat.of(b), seed=len(o.methods))
+            v = decide(Rat.of(a), Rat.of(b), seed=len(o.methods), hyps=hyps)
         o.elements += 1
         if v.holds:
             o.methods[v.method] = o.methods.get(v.method, 0) + 1

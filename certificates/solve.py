@@ -5,6 +5,12 @@
 3. z3 on ``a != b`` with atoms as uninterpreted functions (max as if-then-else):
    unsat proves. cvc5 is asked where z3 answers unknown. A ``sat`` answer does not
    refute (the model may interpret atoms unlike exp or tanh), so it stays unknown.
+
+Definedness (DESIGN.md rule 4): ``definedness`` checks the side conditions of partial operations
+(``poly.side_conditions``): the spec's must be satisfiable (a point where they hold, else a solver's
+``sat``) and each of the impl's must follow from them. Only then may ``decide`` assume the spec's
+(``hyps``) and the denominators of ``a`` and ``b`` non-zero: each denominator is a product of
+divisors whose conditions were shown to hold.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .poly import ATOMS, Poly, Rat, evaluate
+from .poly import ATOMS, Cond, Poly, Rat, evaluate
 
 SOLVER_MS = 10_000
 
@@ -38,17 +44,92 @@ def variables(x: Rat) -> set[str]:
     return out
 
 
-def decide(a: Rat, b: Rat, seed: int = 0) -> Verdict:
+def decide(a: Rat, b: Rat, seed: int = 0, hyps: list[Cond] | tuple = ()) -> Verdict:
+    """Decide ``a == b``, assuming the side conditions ``hyps`` (already shown satisfiable)."""
     a, b = Rat.of(a), Rat.of(b)
     if a.equals(b):
         return Verdict(True, "normal-form")
     witness = probe(a, b, seed)
     if witness is not None:
         return witness
+    names = variables(a) | variables(b)
+    relevant = [h for h in hyps if variables(h[1]) & names]
     for name in ("z3", "cvc5"):
-        if _smt(a, b, name):
+        if _smt(a, b, name, relevant):
             return Verdict(True, name)
     return Verdict(None, "unknown")
+
+
+def describe(c: Cond) -> str:
+    return f"{c[1]} {c[0][:-1]} 0"
+
+
+def _unique(cs: list[Cond]) -> dict[tuple[str, str], Cond]:
+    return {(k, str(v)): (k, v) for k, v in cs}
+
+
+def definedness(spec: list[Cond], impl: list[Cond], seed: int = 0) -> str | None:
+    """Why the impl's side conditions are not shown to follow from the spec's (None: they are),
+    or why the spec's cannot be assumed (unsatisfiable or undecided)."""
+    hyps = _unique(spec)
+    if hyps:
+        sat = _satisfiable(list(hyps.values()), seed)
+        if sat is not True:
+            some = describe(next(iter(hyps.values())))
+            return (f"the spec's side conditions ({len(hyps)}, e.g. {some}) are "
+                    f"{'unsatisfiable: it is defined nowhere' if sat is False else 'not shown satisfiable'}")
+    for k, c in _unique(impl).items():
+        if k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps):
+            continue
+        names = variables(c[1])
+        if not _query([h for h in hyps.values() if variables(h[1]) & names], c):
+            return (f"the impl may be undefined where the spec is defined: {describe(c)} "
+                    "does not follow from the spec's side conditions")
+    return None
+
+
+def _holds(c: Cond, env: dict[str, float]) -> bool:
+    """``c`` holds at ``env`` by a clear margin (False where it cannot be evaluated)."""
+    try:
+        v = evaluate(c[1], env)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return False
+    return abs(v) > 1e-6 if c[0] == "!=0" else v > 1e-6
+
+
+def _satisfiable(hyps: list[Cond], seed: int) -> bool | None:
+    """True: a point where all hold (or a solver's sat); False: a solver's unsat; None: unknown."""
+    rng = random.Random(seed)
+    names = sorted(set().union(*(variables(h[1]) for h in hyps)))
+    for _ in range(8):
+        env = {n: rng.choice([-2, -1, 1, 2, 3]) / rng.choice([1, 2, 4]) for n in names}
+        if all(_holds(h, env) for h in hyps):
+            return True
+    return _query(hyps, None, want="sat")
+
+
+def _query(hyps: list[Cond], goal: Cond | None, want: str = "unsat") -> bool | None:
+    """z3 on ``hyps and not goal`` (with the axioms of exp and sqrt): is the answer ``want``?
+    With ``want="unsat"``, True means ``hyps`` imply ``goal``; for ``"sat"``, False is unsat."""
+    try:
+        import z3
+    except ImportError:
+        return None
+    enc = _Encoder(z3)
+    try:
+        solver = z3.Solver()
+        solver.set("timeout", SOLVER_MS)
+        for h in hyps:
+            solver.add(enc.cond(h))
+        if goal is not None:
+            solver.add(z3.Not(enc.cond(goal)))
+        solver.add(*enc.axioms, *[d != 0 for d in enc.denominators])
+        result = str(solver.check())
+    except Exception:  # a solver-internal failure decides nothing
+        return None
+    if want == "sat":
+        return True if result == "sat" else False if result == "unsat" else None
+    return result == "unsat"
 
 
 def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
@@ -66,8 +147,8 @@ def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
     return None
 
 
-def _smt(a: Rat, b: Rat, which: str) -> bool | None:
-    """True if the solver proves ``a == b``, None if it cannot (or is not installed)."""
+def _smt(a: Rat, b: Rat, which: str, hyps: list[Cond]) -> bool | None:
+    """True if the solver proves ``a == b`` under ``hyps``, None if it cannot (or is not installed)."""
     try:
         if which == "z3":
             import z3 as s
@@ -80,6 +161,8 @@ def _smt(a: Rat, b: Rat, which: str) -> bool | None:
         solver = s.Solver()
         solver.set("timeout", SOLVER_MS) if which == "z3" else solver.set("tlimit-per", SOLVER_MS)
         la, lb = enc.rat(a), enc.rat(b)
+        for h in hyps:
+            solver.add(enc.cond(h))
         for den in enc.denominators:
             solver.add(den != 0)
         solver.add(la != lb)
@@ -94,6 +177,11 @@ class _Encoder:
 
     def __init__(self, s) -> None:
         self.s, self.cache, self.funcs, self.denominators = s, {}, {}, []
+        self.axioms: list = []  # exp > 0; sqrt(a) >= 0 and sqrt(a)^2 = a where a >= 0
+
+    def cond(self, c: Cond):
+        v = self.rat(c[1])
+        return v != 0 if c[0] == "!=0" else v > 0 if c[0] == ">0" else v >= 0
 
     def rat(self, x: Rat):
         n = self.poly(x.n)
@@ -112,7 +200,9 @@ class _Encoder:
                 for _ in range(k):
                     term = term * self.atom(v)
             if expo:
-                term = term * self.func("exp", 1)(self.poly(Poly(dict(expo))))
+                e = self.func("exp", 1)(self.poly(Poly(dict(expo))))
+                self.axioms.append(e > 0)
+                term = term * e
             total = total + term
         return total
 
@@ -135,5 +225,7 @@ class _Encoder:
                     out = self.s.If(out >= y, out, y)
             else:
                 out = self.func(fn, len(xs))(*xs)
+                if fn == "sqrt":
+                    self.axioms += [out >= 0, self.s.Implies(xs[0] >= 0, out * out == xs[0])]
         self.cache[name] = out
         return out

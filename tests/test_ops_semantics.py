@@ -268,12 +268,43 @@ def _(rng):
     return Case([small(rng, *s)], {}, lambda t: A.logical_not.default(t[0]), sym="raises")
 
 
+# Integers at the edges of every width: wrap-around, and rounding when converted to float32.
+EDGES = [0, 1, -1, 127, 128, 255, 256, -128, -129, 32767, 32768, 65535, 2**31 - 1, 2**31, -2**31 - 1,
+         2**24 + 1, 2**53 + 1, 2**62 + 2**40 + 1, -2**63]
+
+
+def _cast_case(rng, prims: bool) -> Case:
+    """Casts between reals, integers and booleans; reals to integers stay within the target's range
+    (torch's result is undefined outside it) and are refused symbolically (tests/soundness/test_dtypes.py)."""
+    src = pick(rng, ["float", "int", "bool"] + ([] if prims else ["none"]))
+    dst = pick(rng, ["int8", "uint8", "int16", "int32", "int64", "bool", "float32", "float64"])
+    s = rshape(rng, 0, 3)
+    if src == "int":
+        x = np.asarray(rng.choice(EDGES, size=s), dtype=np.int64)
+    elif src == "bool":
+        x = bools(rng, s)
+    else:
+        x = fl(rng, *s, lo=-100.0 if dst != "uint8" else 0.0, hi=100.0)
+        x.flat[0] = 0.0
+        dst = "float64" if dst == "float32" else dst  # float rounding is not modelled (over the reals)
+    if src == "none":  # a plain copy
+        return Case([x], {}, lambda t: A._to_copy.default(t[0]))
+    if prims:
+        ref = (lambda t: torch.ops.prims.convert_element_type.default(t[0], getattr(torch, dst)))
+    else:
+        ref = (lambda t: A._to_copy.default(t[0], dtype=getattr(torch, dst)))
+    return Case([x], {"dtype": dst}, ref, sym="skip" if src == "float" and "float" not in dst else "check",
+                note=f"{src} to {dst}")
+
+
 @case("aten._to_copy.default")
 def _(rng):
-    if rng.random() < 0.5:
-        return Case([fl(rng, *rshape(rng, 0, 3))], {"dtype": "float64"},
-                    lambda t: A._to_copy.default(t[0], dtype=torch.float64))
-    return Case([fl(rng, *rshape(rng, 0, 3))], {}, lambda t: A._to_copy.default(t[0]))
+    return _cast_case(rng, False)
+
+
+@case("prims.convert_element_type.default")
+def _(rng):
+    return _cast_case(rng, True)
 
 
 @case("aten.pow.Tensor_Scalar")
