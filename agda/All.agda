@@ -8,6 +8,7 @@ import Confluence.Diamond
 import Confluence.Corollaries
 import ShapeReduction.SIMD
 import ShapeReduction.Reduction
+import ShapeReduction.MapAxis
 import Composition.Clean
 import Composition.Chain
 import Confluence.TruePositives
