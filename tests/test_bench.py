@@ -14,5 +14,5 @@ def test_bench_quick_writes_table_and_json(tmp_path):
     verdicts = {row["workload"]: row["verdict"] for row in rows}
     assert verdicts["tp_mlp W=2 tokens=2 dim=4 hidden=8 verify"] == "VERIFIED"
     assert verdicts["tp_mlp W=2 tokens=2 dim=4 hidden=8 replay"] == "ACCEPT"
-    assert verdicts["tp_mlp W=2 missing all_reduce (bug)"] == "REJECT"
+    assert verdicts["tp_mlp W=2 missing all_reduce (bug)"] == "REFUTED"
     assert all(row["seconds"] > 0 and row["peak_mb"] > 0 for row in rows)

@@ -102,7 +102,7 @@ def test_replay_runs_without_engine_or_torch(tmp_path):
 
 def test_verify_exit_codes(tmp_path):
     r = run_pvcert("verify", "examples/tp_mlp/case_missing_allreduce.json")
-    assert r.returncode == 1 and "REJECT" in r.stdout and "Y[0, 0]" in r.stdout
+    assert r.returncode == 1 and "REFUTED" in r.stdout and "Y[0, 0]" in r.stdout
     case = json.load(open(os.path.join(ROOT, "examples/tp_mlp/case.json")))
     case["spec"] = os.path.join(ROOT, "examples/tp_mlp/spec.json")
     case["impl"] = os.path.join(ROOT, "examples/tp_mlp/impl.json")

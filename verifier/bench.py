@@ -81,8 +81,9 @@ def verify_workload(make_case: Callable, cert_dir: str) -> tuple[Workload, Workl
         if r.verified:
             certificate.write(certificate.whole_graph_certificate(r), path)
         elements = sum(o.elements for o in r.outcomes)
-        return {"ops": len(r.spec.nodes) + len(r.impl.nodes), "verdict": "VERIFIED" if r.verified else "REJECT",
-                "note": f"{elements} elements" if r.verified else (r.counterexample or "")[:60]}
+        word = "VERIFIED" if r.verified else "REFUTED" if r.counterexample else "UNKNOWN"
+        return {"ops": len(r.spec.nodes) + len(r.impl.nodes), "verdict": word,
+                "note": f"{elements} elements" if r.verified else str(r.counterexample or "")[:60]}
 
     def replay() -> dict:
         from certificates.replay import replay as run_replay

@@ -1,5 +1,6 @@
-"""The ``pvcert`` command. Exit codes (docs/exit-codes.md): 0 verified/ACCEPT,
-1 refuted or not proved/REJECT, 2 malformed input, 3 resource limit."""
+"""The ``pvcert`` command. Exit codes (docs/exit-codes.md): 0 VERIFIED/ACCEPT,
+1 REFUTED (an executed counterexample)/REJECT, 2 malformed input, 3 resource limit,
+4 UNKNOWN (neither proved nor refuted)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import time
 from certificates import approx, cli as checker_cli
 from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
 from certificates.limits import Limits
+
+from .verdict import EXIT, REFUTED, UNKNOWN, Verdict, unknown_help
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -55,9 +58,11 @@ def _verify_template(args: argparse.Namespace) -> int:
         raise Malformed(args.case, str(e)) from None
     res = verify(tc)
     secs = time.perf_counter() - t0
-    if not res.ok:
-        print(f"REJECT {tc.name}: {res.reason} ({secs:.2f} s)")
-        return REJECT
+    if not res.ok:   # the template engine runs no program: no counterexample to show
+        v = Verdict(UNKNOWN, tc.name, res.reason, ["verify the same plan as a plan module (make_case) for a "
+                                                   "per-operator report and a counterexample search"])
+        print("\n".join(v.lines(secs)))
+        return v.exit_code
     if args.emit_cert:
         certificate.write(res.cert, args.emit_cert)
         print(f"certificate written to {args.emit_cert}")
@@ -84,8 +89,10 @@ def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
             print(report.text(res.inference.failure, r.impl))
         elif res.failure:
             print(f"  {res.failure}")
-        print(f"REJECT {case.name} ({s['total_s']:.2f} s)")
-        return REJECT
+        from . import direct
+
+        return _not_proved(direct.prepare(case, limits), case.name, "staged: not proved", args, limits,
+                           s["total_s"])
     if args.emit_cert:
         certificate.write(staged_certificate(res), args.emit_cert)
         print(f"certificate written to {args.emit_cert}")
@@ -102,15 +109,19 @@ def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
           f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), whole-graph")
     if r.counterexample:
-        print(f"REJECT: numeric test: {r.counterexample}")
-        return REJECT
+        v = Verdict(REFUTED, case.name, f"'{r.counterexample.output}' differs", evidence=r.counterexample.lines())
+        print("\n".join(v.lines(r.seconds)))
+        return v.exit_code
     for o in r.outcomes:
         how = ", ".join(f"{k} {m}" for m, k in sorted(o.methods.items()))
         print(f"  {o.spec} = {o.expr}: {'proved' if o.holds else 'FAILED'} ({o.elements} elements"
               f"{': ' + how if how else ''}){'' if o.holds else chr(10) + '    ' + o.failure}")
     if not r.verified:
-        print(f"REJECT {case.name} ({r.seconds:.2f} s)")
-        return REJECT
+        failed = [o.spec for o in r.outcomes if not o.holds]
+        v = Verdict(UNKNOWN, case.name, f"{len(failed)} of {len(r.outcomes)} output equations not proved, no "
+                    f"counterexample on {direct.TRIES} random input draws", unknown_help(r.spec.outputs, set(r.expect)))
+        print("\n".join(v.lines(r.seconds)))
+        return v.exit_code
     if args.emit_cert:
         certificate.write(certificate.whole_graph_certificate(r), args.emit_cert)
         print(f"certificate written to {args.emit_cert}")
@@ -133,8 +144,10 @@ def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
                 with open(path, "w") as f:
                     f.write(render(inf.failure, r.impl))
                 print(f"report written to {path}")
-        print(f"REJECT {case.name} after {len(inf.steps)} of {len(r.spec.nodes)} operators ({inf.seconds:.2f} s)")
-        return REJECT
+        f = inf.failure
+        tried = (f"no relation for spec operator '{f.node.name}' ({len(inf.steps)} of {len(r.spec.nodes)} related)"
+                 if f.node is not None else "an expectation not met")
+        return _not_proved(r, case.name, tried, args, limits, inf.seconds)
     for t in r.spec.outputs:
         print(f"  {t} = {' = '.join(str(e) for e in inf.relation[t])}")
     for o in inf.outcomes[-sum(len(v) for v in r.expect.values()):]:
@@ -145,6 +158,26 @@ def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
     print(f"VERIFIED {case.name}: {len(inf.steps)} operators, {inf.obligations} distinct obligations "
           f"({inf.reused} reused) ({inf.seconds:.2f} s)")
     return ACCEPT
+
+
+def _not_proved(r, name: str, tried: str, args: argparse.Namespace, limits: Limits, seconds: float) -> int:
+    """No proof of ``r`` (a ``direct.Result``): REFUTED if random runs of both graphs find an expected
+    output that differs, else UNKNOWN saying what was tried and what would help."""
+    from . import direct
+
+    t0 = time.monotonic()
+    try:
+        cx = direct.refute(r, args.seed, limits)
+    except CheckError as e:   # e.g. a limit at full size: the search is best effort
+        cx, tried = None, f"{tried}; the counterexample search stopped: {e}"
+    seconds += time.monotonic() - t0
+    if cx is not None:
+        v = Verdict(REFUTED, name, f"'{cx.output}' differs ({tried})", evidence=cx.lines())
+    else:
+        v = Verdict(UNKNOWN, name, f"{tried}; no counterexample on {direct.TRIES} random input draws",
+                    unknown_help(r.spec.outputs, set(r.expect)))
+    print("\n".join(v.lines(seconds)))
+    return v.exit_code
 
 
 def _progress():
@@ -183,14 +216,15 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in pairs]
     if unknown:
         raise Malformed(args.launch or str(base / "pairs.json"), f"no pair named '{unknown[0]}'")
-    ok, certified = True, []
+    ok, words, certified = True, set(), []
     for name in names:
         t0 = time.monotonic()
         report = check_pair(pairs[name], base)
         expected = (pairs[name].get("expected") or {}).get("verdict")
         ok &= report.verdict == expected if args.check_expected else report.verdict == "equivalent"
+        words.add(word := _kernel_verdict(report.verdict))
         side = f" ({report.kernel})" if report.kernel else ""
-        print(f"{name:40s} {report.verdict + side:28s} {time.monotonic() - t0:7.2f} s"
+        print(f"{name:40s} {word:9s} {report.verdict + side:28s} {time.monotonic() - t0:7.2f} s"
               f"{'' if expected in (None, report.verdict) else f'  (expected {expected})'}")
         if report.verdict != "equivalent" or args.verbose:
             print(f"    {report.message}")
@@ -202,7 +236,15 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             print(f"certificate: {len(certified)} equivalent pair(s) written to {args.emit_cert}")
         else:
             print("certificate: not written (no pair was proved equivalent)")
-    return ACCEPT if ok else REJECT
+    if args.check_expected or ok:
+        return ACCEPT if ok else REJECT
+    return EXIT[REFUTED] if REFUTED in words else EXIT[UNKNOWN]
+
+
+def _kernel_verdict(v: str) -> str:
+    """A pair's verdict word: a race, a deadlock or a differing output element are found by running
+    the CTA (the element's values at concrete inputs): REFUTED; unsupported or undecided: UNKNOWN."""
+    return {"equivalent": "VERIFIED", "racy": REFUTED, "deadlock": REFUTED, "not-equivalent": REFUTED}.get(v, UNKNOWN)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -284,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except CheckError as e:
+        if args.command in ("verify", "kernels") and e.exit_code in (REJECT, EXIT[UNKNOWN]):
+            # not proved and no executed counterexample (e.g. an unsupported construct)
+            if args.debug:
+                raise
+            print(f"pvcert {args.command}: UNKNOWN: {e}", file=sys.stderr)
+            return EXIT[UNKNOWN]
         return checker_cli.fail(f"pvcert {args.command}", e, args.debug)
     except KeyboardInterrupt:
         print(f"pvcert {args.command}: interrupted", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Whole-graph refinement: one obligation over the complete graphs at their own shapes.
 
-A random numeric run comes first (cheap, finds most bugs with concrete values);
+A random numeric run comes first (cheap, finds most bugs with concrete values: ``refute``);
 then every output element is decided symbolically by the checker core.
 """
 
@@ -20,6 +20,10 @@ from certificates.refinement import Outcome, Relation
 
 from .case import Case
 from .ir import parsed
+from .verdict import Counterexample, Undecided
+
+TRIES = 3                  # random input draws searched for a counterexample (seeds seed, seed + 1, ...)
+RTOL, ATOL = 1e-5, 1e-6    # a counterexample differs beyond float64 rounding of either side
 
 
 @dataclass
@@ -30,7 +34,7 @@ class Result:
     inputs: Relation
     expect: Relation
     outcomes: list[Outcome] = field(default_factory=list)
-    counterexample: str | None = None
+    counterexample: Counterexample | None = None
     seconds: float = 0.0
 
     @property
@@ -48,8 +52,15 @@ def prepare(case: Case, limits: Limits) -> Result:
     spec = parsed(approx.apply(case.spec, case.approximations, where) if case.approximations else case.spec,
                   where, limits)
     impl = parsed(case.impl, f"{case.name}: impl graph", limits)
-    rin = refinement.parse_relation(case.input_relation, spec, impl, f"{case.name}: input_relation",
-                                    True, limits)
+    where = f"{case.name}: input_relation"
+    try:
+        rin = refinement.parse_relation(case.input_relation, spec, impl, where, True, limits)
+    except Malformed as e:   # every entry given is well formed, but some inputs have none: say which
+        missing = [t for t in spec.inputs if isinstance(case.input_relation, dict) and t not in case.input_relation]
+        if e.where != where or not missing:
+            raise
+        raise Undecided(where, f"no relation for spec input(s) {', '.join(missing)}: add one per input "
+                               "(docs/cases.md), or a placement for each parameter") from None
     rout = refinement.parse_relation(case.expect, spec, impl, f"{case.name}: expect", False, limits)
     return Result(case, spec, impl, rin, rout)
 
@@ -76,22 +87,30 @@ def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
         raise ImplFailed(f"impl fails on random inputs (seed {seed}): {e}") from None
 
 
-def numeric_test(r: Result, seed: int, limits: Limits) -> str | None:
-    """Run both graphs on random inputs that satisfy the input relation; describe a mismatch."""
-    try:
-        s_vals, i_vals = numeric_values(r, seed, limits)
-    except ImplFailed as e:
-        return str(e)
-    for name, exprs in r.expect.items():
-        for t in exprs:
+def refute(r: Result, seed: int, limits: Limits, tries: int = TRIES) -> Counterexample | None:
+    """Run both graphs on ``tries`` random draws of inputs that satisfy the input relation; the first
+    expected output element whose values differ (both finite, beyond ``RTOL``/``ATOL``), if any."""
+    for s in range(seed, seed + tries):
+        try:
+            s_vals, i_vals = numeric_values(r, s, limits)
+        except ImplFailed:   # not a counterexample: the impl's inputs may be out of its domain
+            continue
+        for name, exprs in r.expect.items():
             want = np.asarray(s_vals[name], dtype=float)
-            got = np.asarray(refinement.terms.evaluate(t, i_vals.__getitem__), dtype=float)
-            bad = ~np.isclose(want, got, rtol=1e-6, atol=1e-9)
-            if bad.any():
-                idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                return (f"{name}{list(idx)} = {want[idx]:.6g} but {t}{list(idx)} = {got[idx]:.6g} "
-                        f"on random inputs (seed {seed}); {int(bad.sum())} of {bad.size} elements differ")
+            for t in exprs:
+                got = np.asarray(refinement.terms.evaluate(t, i_vals.__getitem__), dtype=float)
+                bad = np.isfinite(want) & np.isfinite(got) & ~np.isclose(want, got, rtol=RTOL, atol=ATOL)
+                if bad.any():
+                    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+                    return Counterexample(s, {n: _short(s_vals[n]) for n in r.spec.inputs}, name, str(t), idx,
+                                          float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size))
     return None
+
+
+def _short(v) -> str:
+    a = np.asarray(v, dtype=float)
+    head = ", ".join(f"{x:.4g}" for x in a.ravel()[:4])
+    return head if a.ndim == 0 else f"{list(a.shape)} [{head}{', ...' if a.size > 4 else ''}]"
 
 
 def verify(case: Case, seed: int = 0, limits: Limits | None = None) -> Result:
@@ -102,7 +121,7 @@ def verify(case: Case, seed: int = 0, limits: Limits | None = None) -> Result:
     if unrelated:
         raise Malformed(f"{case.name}: expect", f"the whole-graph engine needs an expectation for every "
                                                 f"spec output; '{unrelated[0]}' has none")
-    r.counterexample = numeric_test(r, seed, limits)
+    r.counterexample = refute(r, seed, limits)
     if r.counterexample is None:
         r.outcomes = refinement.check(r.spec, r.impl, r.inputs, r.expect, limits)
     r.seconds = time.monotonic() - start

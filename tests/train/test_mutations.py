@@ -37,13 +37,13 @@ def _rejected(tc, tmp_path, capsys) -> str:
     rc = main(["verify", str(path)])
     out = capsys.readouterr().out
     assert rc == 1, out[-2000:]
-    assert "REJECT" in out and ("first unrelated spec operator" in out or "expectation" in out), out[-2000:]
+    assert "REFUTED" in out and ("first unrelated spec operator" in out or "expectation" in out), out[-2000:]
     return out
 
 
 def test_missing_allreduce_rejected(tmp_path, capsys):
     tc = mutate.apply(make_case(dp=2, tp=1, pp=1, micro_batches=2, layers=1), "drop_grad_allreduce")
-    assert "REJECT" in _rejected(tc, tmp_path, capsys)
+    assert "REFUTED" in _rejected(tc, tmp_path, capsys)
 
 
 def test_rope_not_sliced_rejected(tmp_path, capsys):
@@ -66,4 +66,4 @@ def _mutation_case(name):
 def test_mutation_rejected(name, tmp_path, capsys):
     tc = mutate.apply(_mutation_case(name), name)
     out = _rejected(tc, tmp_path, capsys)
-    assert out.startswith("structural") or "REJECT" in out
+    assert out.startswith("structural") or "REFUTED" in out

@@ -68,17 +68,16 @@ class CaptureCase:
 
 def import_module(path: str):
     """The module at ``path``, run with its own directory and the current one on ``sys.path``
-    (as ``python case.py`` and ``python -m case`` would); ``Malformed`` if it fails."""
+    (as ``python case.py`` and ``python -m case`` would; they stay there, so ``make_case()`` may
+    import the user's sibling modules later); ``Malformed`` if it fails."""
     name = "pvcert_case_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise Malformed(path, "not a Python module")
     mod = importlib.util.module_from_spec(spec)
-    added = []
-    for p in (os.path.dirname(os.path.abspath(path)), os.getcwd()):   # the user's sibling modules
+    for p in (os.getcwd(), os.path.dirname(os.path.abspath(path))):
         if p not in sys.path:
             sys.path.insert(0, p)
-            added.append(p)
     try:
         spec.loader.exec_module(mod)
     except Malformed:
@@ -86,9 +85,6 @@ def import_module(path: str):
     except Exception as e:
         raise Malformed(path, f"importing the case module failed: {type(e).__name__}: "
                               f"{_first_line(e)}") from None
-    finally:
-        for p in added:
-            sys.path.remove(p)
     return mod
 
 
