@@ -8,7 +8,9 @@ asynchronous ``torch.distributed`` API (``all_reduce(t)``, ``all_gather_into_ten
 ``reduce_scatter_tensor``, ``all_to_all_single``, ``broadcast``, list variants,
 ``send``/``recv``/``isend``/``irecv``/``batch_isend_irecv``, ``async_op=True`` handles)
 by functional collectives (``_c10d_functional.*`` + ``wait_tensor``) whose result is
-copied into the destination tensor. The converter turns the copy back into a rebinding,
+copied into the destination tensor. An ``async_op=True`` call (and ``isend``/``irecv``) is issued
+where it is called and lands at its handle's ``wait()``; a use of its tensors in between is a
+race, refused with the line that does it, and so is a handle never waited for. The converter turns the copy back into a rebinding,
 so every call becomes one proper collective node. The replacement is applied to every
 module attribute that holds the original function (Megatron binds
 ``torch.distributed.all_gather_into_tensor`` to a module global at import time).
@@ -19,11 +21,15 @@ fake kernels), which the stitcher pairs into ``c10d.send_recv`` nodes.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import traceback
+from typing import Callable
 
 import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
+from torch.overrides import TorchFunctionMode
 
 from .convert import CaptureError
 
@@ -72,7 +78,7 @@ def _red(op) -> str:
 
 
 class _Done:
-    """The handle of an ``async_op=True`` call: the result is already in place."""
+    """The handle of a call whose result is already in place (``barrier``, ``isend``)."""
 
     def wait(self, timeout=None):
         return True
@@ -86,8 +92,99 @@ class _Done:
         return fut
 
 
-def _ret(async_op):
-    return _Done() if async_op else None
+def _user_line() -> str:
+    """``file:line: code`` of the innermost frame outside torch and this module."""
+    for f in reversed(traceback.extract_stack()):
+        if f.filename != __file__ and f"{os.sep}torch{os.sep}" not in f.filename \
+                and not f.filename.endswith("contextlib.py"):
+            return f"{f.filename}:{f.lineno}: `{f.line}`"
+    return "<unknown line>"
+
+
+def _aliases(a: torch.Tensor, b: torch.Tensor) -> bool:
+    try:
+        return a is b or a.untyped_storage()._cdata == b.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):
+        return a is b or a._base is b or b._base is a or (a._base is not None and a._base is b._base)
+
+
+# Calls that read no element: shape and dtype queries, property getters (a tensor they return,
+# e.g. a view, is checked where it is used), and factories that only take the shape.
+_METADATA = {"__get__", "size", "dim", "numel", "stride", "is_contiguous", "new_empty", "new_zeros",
+             "new_ones", "new_full", "element_size", "get_device"}
+
+
+class _Guard(TorchFunctionMode):
+    """Active while ``async_op=True`` calls are pending: any torch call on one of their tensors
+    (or a view of it) before the handle's ``wait()`` races with the collective, and is refused."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[int, tuple[str, list[torch.Tensor]]] = {}
+
+    def add(self, handle: "_Pending", what: str, tensors: list[torch.Tensor]) -> None:
+        if not self.pending:
+            self.__enter__()
+        self.pending[id(handle)] = (f"{what} issued at {_user_line()}", tensors)
+
+    def remove(self, handle: "_Pending") -> None:
+        del self.pending[id(handle)]
+        if not self.pending:
+            self.__exit__(None, None, None)
+
+    def release(self) -> list[str]:
+        """Forget every pending call (at the end of a trace); returns what was pending."""
+        left = [what for what, _ in self.pending.values()]
+        if self.pending:
+            self.pending.clear()
+            self.__exit__(None, None, None)
+        return left
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in _METADATA:
+            return func(*args, **kwargs)
+        for a in torch.utils._pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor):
+                for what, tensors in self.pending.values():
+                    if any(_aliases(a, t) for t in tensors):
+                        raise CaptureError(f"{_user_line()}: uses a tensor of the async_op=True {what} "
+                                           "before its wait() (a race: capture refuses it)")
+        return func(*args, **kwargs)
+
+
+_GUARD = _Guard()
+
+
+class _Pending:
+    """The handle of an ``async_op=True`` collective: issued at the call, its result lands in the
+    destination at ``wait()``; until then its tensors may not be used (``_Guard``)."""
+
+    def __init__(self, land: Callable[[], object], what: str, tensors: list[torch.Tensor]) -> None:
+        self.land, self.done = land, False
+        _GUARD.add(self, what, tensors)
+
+    def wait(self, timeout=None):
+        if not self.done:
+            _GUARD.remove(self)
+            self.done = True
+            self.land()
+        return True
+
+    def is_completed(self):
+        return self.done
+
+    def get_future(self):
+        raise CaptureError(f"{_user_line()}: get_future() of an async collective is not supported by capture")
+
+
+def _finish(async_op: bool, land: Callable[[], object], what: str, *tensors) -> _Pending | None:
+    """Land the result now, or (``async_op``) at the handle's ``wait()``."""
+    if not async_op:
+        land()
+        return None
+    flat = [t for x in tensors for t in (x if isinstance(x, (list, tuple)) else [x])]
+    return _Pending(land, what, flat)
 
 
 _F = torch.ops._c10d_functional
@@ -98,36 +195,41 @@ def _wait(t):
 
 
 def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
-    tensor.copy_(_wait(_F.all_reduce(tensor, _red(op), _pg(group).group_name)))
-    return _ret(async_op)
+    out = _F.all_reduce(tensor, _red(op), _pg(group).group_name)
+    return _finish(async_op, lambda: tensor.copy_(_wait(out)), "all_reduce", tensor)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     pg = _pg(group)
-    out = _wait(_F.all_gather_into_tensor(input_tensor.contiguous(), pg.size(), pg.group_name))
-    output_tensor.copy_(out.view(output_tensor.shape))
-    return _ret(async_op)
+    out = _F.all_gather_into_tensor(input_tensor.contiguous(), pg.size(), pg.group_name)
+    return _finish(async_op, lambda: output_tensor.copy_(_wait(out).view(output_tensor.shape)),
+                   "all_gather_into_tensor", output_tensor, input_tensor)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     pg = _pg(group)
     flat = tensor.contiguous().reshape((1,) + tuple(tensor.shape)) if tensor.dim() == 0 else tensor.contiguous()
-    out = _wait(_F.all_gather_into_tensor(flat, pg.size(), pg.group_name))
-    for t, part in zip(tensor_list, out.chunk(pg.size(), dim=0)):
-        t.copy_(part.view(t.shape))
-    return _ret(async_op)
+    out = _F.all_gather_into_tensor(flat, pg.size(), pg.group_name)
+
+    def land():
+        for t, part in zip(tensor_list, _wait(out).chunk(pg.size(), dim=0)):
+            t.copy_(part.view(t.shape))
+    return _finish(async_op, land, "all_gather", tensor_list, tensor)
 
 
 def reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
     pg = _pg(group)
-    out = _wait(_F.reduce_scatter_tensor(input.contiguous(), _red(op), pg.size(), pg.group_name))
-    output.copy_(out.view(output.shape))
-    return _ret(async_op)
+    out = _F.reduce_scatter_tensor(input.contiguous(), _red(op), pg.size(), pg.group_name)
+    return _finish(async_op, lambda: output.copy_(_wait(out).view(output.shape)), "reduce_scatter",
+                   output, input)
 
 
 def reduce_scatter(output, input_list, op=dist.ReduceOp.SUM, group=None, async_op=False):
-    return reduce_scatter_tensor(output, torch.cat([t.reshape((-1,) + tuple(output.shape[1:]))
-                                                    for t in input_list]), op, group, async_op)
+    handle = reduce_scatter_tensor(output, torch.cat([t.reshape((-1,) + tuple(output.shape[1:]))
+                                                      for t in input_list]), op, group, async_op)
+    if handle is not None:
+        _GUARD.pending[id(handle)][1].extend(input_list)
+    return handle
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
@@ -136,27 +238,28 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     w = pg.size()
     ins = list(input_split_sizes) if input_split_sizes else [input.shape[0] // w] * w
     outs = list(output_split_sizes) if output_split_sizes else [output.shape[0] // w] * w
-    out = _wait(_F.all_to_all_single(input.contiguous(), outs, ins, pg.group_name))
-    output.copy_(out)
-    return _ret(async_op)
+    out = _F.all_to_all_single(input.contiguous(), outs, ins, pg.group_name)
+    return _finish(async_op, lambda: output.copy_(_wait(out)), "all_to_all_single", output, input)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     ins = [t.shape[0] for t in input_tensor_list]
     outs = [t.shape[0] for t in output_tensor_list]
     pg = _pg(group)
-    out = _wait(_F.all_to_all_single(torch.cat([t.contiguous() for t in input_tensor_list]), outs, ins,
-                                     pg.group_name))
-    for t, part in zip(output_tensor_list, out.split(outs)):
-        t.copy_(part)
-    return _ret(async_op)
+    out = _F.all_to_all_single(torch.cat([t.contiguous() for t in input_tensor_list]), outs, ins,
+                               pg.group_name)
+
+    def land():
+        for t, part in zip(output_tensor_list, _wait(out).split(outs)):
+            t.copy_(part)
+    return _finish(async_op, land, "all_to_all", output_tensor_list, input_tensor_list)
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     pg = _pg(group)
     local = group_src if group_src is not None else dist.get_group_rank(pg, src)
-    tensor.copy_(_wait(_F.broadcast(tensor, local, pg.group_name)))
-    return _ret(async_op)
+    out = _F.broadcast(tensor, local, pg.group_name)
+    return _finish(async_op, lambda: tensor.copy_(_wait(out)), "broadcast", tensor)
 
 
 def _peer(group, peer, group_peer):
@@ -177,23 +280,21 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     send(tensor, dst, group, tag, group_dst)
-    return _Done()
+    return _finish(True, lambda: None, "isend", tensor)
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
-    recv(tensor, src, group, tag, group_src)
-    return _Done()
+    out = torch.ops.pvcert.recv(tensor, _peer(group, src, group_src), tag)
+    return _finish(True, lambda: tensor.copy_(out), "irecv", tensor)
 
 
 def batch_isend_irecv(p2p_op_list):
+    handles = []
     for p in p2p_op_list:
         fn = p.op.__name__ if hasattr(p.op, "__name__") else str(p.op)
         peer = p.peer if getattr(p, "peer", None) is not None else None
-        if "send" in fn:
-            send(p.tensor, peer, p.group, p.tag)
-        else:
-            recv(p.tensor, peer, p.group, p.tag)
-    return [_Done() for _ in p2p_op_list]
+        handles.append((isend if "send" in fn else irecv)(p.tensor, peer, p.group, p.tag))
+    return handles
 
 
 def barrier(group=None, async_op=False, device_ids=None):
@@ -276,3 +377,7 @@ def traceable_collectives():
         _ACTIVE[0] = 0
         for d, k, v in undo:
             d[k] = v
+        left = _GUARD.release()
+    if left:
+        raise CaptureError(f"the async_op=True {left[0]} is never waited for (its result would race with "
+                           "everything after it): call wait() on its handle")
