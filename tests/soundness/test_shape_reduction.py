@@ -6,10 +6,11 @@ hand (its stages proved at the reduced size, where the trap holds) must be rejec
 """
 
 import json
+import math
 
 import pytest
 
-from certificates import shapes
+from certificates import refinement, shapes
 from certificates.errors import CheckError
 from certificates.limits import Limits
 from certificates.replay import replay
@@ -223,3 +224,116 @@ def test_map_axes_are_still_reduced_through_shards_and_reshapes():
     red = reduce_case(_map_control(8))
     assert red.sizes[("spec", "X", 0)] == (8, 4) and red.sizes[("impl", "x@r0", 0)] == (4, 2)
     assert red.sizes[("spec", "Z", 0)] == (48, 24)  # the flat axis in blocks of 6
+
+
+# ---------------------------------------------------------------- generator: Newton-identity traps
+
+def _partitions(k: int, most: int | None = None):
+    most = most or k
+    if k == 0:
+        yield ()
+    for i in range(min(k, most), 0, -1):
+        for rest in _partitions(k - i, i):
+            yield (i,) + rest
+
+
+def newton_terms(k: int) -> list[tuple[int, tuple[int, ...]]]:
+    """``k! e_k`` as integer-coefficient products of power sums: ``[(coefficient, (i, j, ...)), ...]``."""
+    out = []
+    for lam in _partitions(k):
+        z = math.prod(i ** lam.count(i) * math.factorial(lam.count(i)) for i in set(lam))
+        out.append(((-1) ** (k - len(lam)) * math.factorial(k) // z, lam))
+    return out
+
+
+def _power_sum(b: GraphBuilder, x: str, i: int, n: int, how: str) -> str:
+    """``sum(x^i)`` spelled four ways: pow + sum, repeated mul + sum, sum over dim 0, mean * n."""
+    t = f"{x}_p{i}"
+    if i == 1:
+        src = x
+    elif how == "mul":
+        src = x
+        for j in range(2, i + 1):
+            b.node("aten.mul.Tensor", [src, x], f"{t}_m{j}")
+            src = f"{t}_m{j}"
+    else:
+        b.node("aten.pow.Tensor_Scalar", [x], f"{t}_pow", exponent=i)
+        src = f"{t}_pow"
+    if how == "dim":
+        b.node("aten.sum.dim_IntList", [src], t, dim=[0])
+    elif how == "mean":
+        b.node("aten.mean.default", [src], f"{t}_mean")
+        b.node("aten.mul.Tensor", [f"{t}_mean"], t, other=n)
+    else:
+        b.node("aten.sum.default", [src], t)
+    return t
+
+
+def _newton_value(b: GraphBuilder, x: str, k: int, n: int, how: str) -> str:
+    """``sum(x) + k! e_k(x)`` through power sums: ``sum(x)`` at every length < k."""
+    ps = {i: _power_sum(b, x, i, n, how) for i in range(1, k + 1)}
+    acc = ps[1]
+    for m, (c, lam) in enumerate(newton_terms(k)):
+        factors = []
+        for i in sorted(set(lam)):
+            e = lam.count(i)
+            if e > 1:
+                b.node("aten.pow.Tensor_Scalar", [ps[i]], f"t{m}_p{i}_e{e}", exponent=e)
+            factors.append(f"t{m}_p{i}_e{e}" if e > 1 else ps[i])
+        prod = factors[0]
+        for j, f in enumerate(factors[1:]):
+            b.node("aten.mul.Tensor", [prod, f], f"t{m}_f{j}")
+            prod = f"t{m}_f{j}"
+        b.node("aten.mul.Tensor", [prod], f"t{m}", other=c)
+        b.node("aten.add.Tensor", [acc, f"t{m}"], f"acc{m}")
+        acc = f"acc{m}"
+    return acc
+
+
+def newton_trap(k: int, n: int, how: str, spec_how: str, swap: bool) -> Case:
+    """A plain sum against ``sum + k! e_k`` (sides swapped if ``swap``): equal at lengths < k only."""
+    plain, trap = GraphBuilder("plain", 1), GraphBuilder("newton", 1)
+    for b in (plain, trap):
+        b.input("x", [n], "activation")
+    plain.output(_power_sum(plain, "x", 1, n, spec_how))
+    trap.output(_newton_value(trap, "x", k, n, how))
+    s, g = (trap, plain) if swap else (plain, trap)
+    spec, impl = s.build(), g.build()
+    return Case(f"newton_e{k}_n{n}", spec, impl, {"x": ["x"]}, {spec["outputs"][0]: [impl["outputs"][0]]})
+
+
+TRAP_GRID = [(k, n, how, spec_how, swap) for k in (3, 4, 5, 6) for n in sorted({k + k % 2, 2 * k, 2 * k + 2})
+             for how in ("pow", "mul", "dim", "mean") for spec_how in ("pow", "dim", "mean") for swap in (False, True)]
+
+
+def test_newton_terms_are_k_factorial_e_k():
+    assert newton_terms(3) == [(2, (3,)), (-3, (2, 1)), (1, (1, 1, 1))]
+    assert sum(c for c, lam in newton_terms(6) if lam == (1,) * 6) == 1
+
+
+def test_newton_traps_are_never_reduced_below_their_degree():
+    """Every trap: the old reduction (to 2 elements) is refused, and the engine keeps the summed axis full."""
+    assert len(TRAP_GRID) >= 200
+    for k, n, how, spec_how, swap in TRAP_GRID:
+        case = newton_trap(k, n, how, spec_how, swap)
+        r = direct.prepare(case, Limits())
+        C = shapes.constraints(r.spec, r.impl, {"input": r.inputs, "output": r.expect})
+        old = [{"divisor": n // 2, "axes": _axes_of(case, 0, [])}]
+        with pytest.raises(shapes.Unjustified, match="summed|mean"):
+            shapes.check(C, shapes.parse_classes(old, C, case.name))
+        assert reduce_case(case).classes == [], case.name
+
+
+def _decided_false(case: Case) -> bool:
+    red = reduce_case(case)
+    r = direct.prepare(red.case, Limits())
+    outs = refinement.check(r.spec, r.impl, r.inputs, r.expect, Limits(), strict=False)
+    return not all(o.holds for o in outs)
+
+
+@pytest.mark.parametrize("k, n, how, spec_how, swap", [
+    pytest.param(*t, marks=[pytest.mark.slow] if t[0] * t[1] > 60 else []) for t in TRAP_GRID])
+def test_every_newton_trap_is_refuted(k, n, how, spec_how, swap):
+    """The decision at the engine's reduction (full size: the summed axis is pinned) refutes each trap
+    (degree 6 at 12 and 14 elements take ~100 s together: marked slow)."""
+    assert _decided_false(newton_trap(k, n, how, spec_how, swap))
