@@ -17,6 +17,7 @@ first pc, second pc, pc of the first barrier the first thread passed after its a
 from __future__ import annotations
 
 import hashlib
+import math
 import operator as opr
 import struct
 from fractions import Fraction
@@ -33,6 +34,7 @@ ONE = Rat.of(1)
 INV_LN2 = ONE / LN2
 SHARED_BASE, GLOBAL_BASE, GLOBAL_STRIDE, ALL = 0x1000, 1 << 40, 1 << 32, 0xFFFFFFFF
 FLOATS = {"f16", "f32", "f64", "bf16"}
+INTS = {f"{k}{n}" for k in "bsu" for n in (8, 16, 32, 64)}
 LDMATRIX = {f"ldmatrix.sync.aligned.m8n8.{x}{t}.shared.b16" for x in ("x1", "x2", "x4") for t in ("", ".trans")}
 MMA = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 SPACES = ("global", "shared", "param", "local", "const")
@@ -65,8 +67,50 @@ class Packed(tuple):
     """Two 16-bit values in one 32-bit register or word (low half first)."""
 
 
+class Ptr(int):
+    """An address with its provenance: ``alloc = (name, lo, hi, memory)`` is the tensor or
+    shared variable it derives from, ``space`` the state space it is an address in
+    (``generic`` | ``global`` | ``shared``; PTX ISA 5.1 and ``cvta``). Only ``ptr +/- int``,
+    ``int + ptr`` and ``mad``'s addend keep it (``Replay.derive``); an access outside
+    ``lo..hi`` or in the wrong space is rejected, so no address depends on the layout."""
+
+    def __new__(cls, v: int, alloc: tuple, space: str) -> "Ptr":
+        p = super().__new__(cls, v)
+        p.alloc, p.space = alloc, space
+        return p
+
+    def at(self, off: int) -> "Ptr":
+        return Ptr(int(self) + off, self.alloc, self.space)
+
+
+IROUND = {"rni": lambda q: round(q), "rzi": lambda q: int(q), "rmi": lambda q: q.__floor__(),
+          "rpi": lambda q: q.__ceil__()}
+BARRIERS = {"bar.sync", "bar.cta.sync", "barrier.sync", "barrier.sync.aligned", "barrier.cta.sync",
+            "barrier.cta.sync.aligned"}
+
+
 def bits(t: str) -> int:
     return 1 if t == "pred" else int("".join(c for c in t if c.isdigit()) or 32)
+
+
+def clamp(v: int, t: str) -> int:
+    """``v`` saturated to the range of integer type ``t``."""
+    n = bits(t)
+    lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if t[0] == "s" else (0, (1 << n) - 1)
+    return min(max(v, lo), hi)
+
+
+def float_to_int(c: Fraction, mode: str, t: str) -> int:
+    """``cvt.{rni,rzi,rmi,rpi}.t.fXX`` of the exact value ``c``: rounded (``rni`` to nearest
+    even) and clamped to ``t``'s range, as the ISA does for every float-to-integer ``cvt``."""
+    return clamp(IROUND[mode](c), t)
+
+
+def mul24(a: int, b: int, t: str, hi: bool) -> int:
+    """``mul24.{lo,hi}.t``: the 48-bit product of the low 24 bits of ``a`` and ``b`` (sign-
+    extended for ``.s32``); ``.lo`` its bits 31..0, ``.hi`` its bits 47..16 (PTX ISA mul24)."""
+    a, b = wrap(a, "u24" if t[0] == "u" else "s24"), wrap(b, "u24" if t[0] == "u" else "s24")
+    return wrap((a * b) >> 16 if hi else a * b, t)
 
 
 def wrap(v: int, t: str) -> int:
@@ -147,9 +191,9 @@ class Replay:
             numel = 1
             for d in p["shape"]:
                 numel *= int(d)
-            base = GLOBAL_BASE + i * GLOBAL_STRIDE
-            self.tensors.append((p["name"], p["role"], 2 if p["dtype"] in ("f16", "bf16") else 4, numel, base))
-            self.pv[kp.name] = base
+            base, esize = GLOBAL_BASE + i * GLOBAL_STRIDE, 2 if p["dtype"] in ("f16", "bf16") else 4
+            self.tensors.append((p["name"], p["role"], esize, numel, base))
+            self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")
         self.sym: dict[str, int] = {}
         addr = SHARED_BASE
         for v in k.vars.values():
@@ -157,8 +201,9 @@ class Replay:
                 raise Unsupported(f"{k.file}:{v.line}: .local variable {v.name}")
             if v.space == "shared":
                 addr = (addr + v.align - 1) // v.align * v.align
-                self.sym[v.name] = addr
-                addr += v.size or 48 * 1024
+                size = v.size or 48 * 1024
+                self.sym[v.name] = Ptr(addr, (v.name, addr, addr + size, "shared"), "shared")
+                addr += size
         self.shared_end = addr
         self.n = block[0] * block[1] * block[2]
         if not 0 < self.n <= 1024:
@@ -211,6 +256,11 @@ class Replay:
         for t in members:
             if not 0 <= t < self.n or self.th[t].wait != ("bar", bid, cnt):
                 raise Rejected(f"{where}: thread {t} is not waiting at barrier {bid} (count {cnt})")
+            t0 = self.th[t - t % 32]
+            ins = self.k.instrs[self.th[t].pc]
+            if (ins.op == "bar" or "aligned" in ins.parts) and self.th[t].pc != t0.pc:
+                raise Rejected(f"{where}: threads {t0.lin} and {t} of one warp wait at different aligned "
+                               f"barriers (instructions {t0.pc} and {self.th[t].pc}: undefined behaviour)")
         self.release([self.th[t] for t in members], self.sync)
 
     def warp(self, w: int, mask: int, where: str) -> None:
@@ -272,10 +322,13 @@ class Replay:
         if op in ("bar", "barrier"):
             if p[1] == "warp":
                 return "wsync", self.ival(th, o[0], ins, "b32") & ALL
-            if p[1] == "sync" or (p[1] == "cta" and "sync" in p):
-                return ("bar", self.ival(th, o[0], ins, "u32") if o else 0,
-                        self.ival(th, o[1], ins, "u32") if len(o) > 1 else None)
-            raise self.unsupported(ins, f"barrier variant `{ins.opcode}`")
+            if ins.opcode not in BARRIERS:
+                raise self.unsupported(ins, f"barrier variant `{ins.opcode}`")
+            cnt = self.ival(th, o[1], ins, "u32") if len(o) > 1 else None
+            if cnt is not None and (cnt != self.n or cnt % 32):
+                raise self.unsupported(ins, f"barrier thread count {cnt} is not the CTA's {self.n} threads "
+                                            "(a multiple of 32): its member set would depend on the schedule")
+            return "bar", self.ival(th, o[0], ins, "u32") if o else 0, cnt
         if op == "shfl":
             return "shfl", self.ival(th, o[4], ins, "b32") & ALL if len(o) > 4 else ALL
         if op == "vote":
@@ -306,15 +359,13 @@ class Replay:
         elif op == "mov":
             if isinstance(o[1], Vec) or isinstance(o[0], Vec):
                 raise self.unsupported(ins, "vector mov")
-            if isinstance(o[1], Sym) and o[1].name in self.sym:
-                self.put(o[0], th, self.sym[o[1].name])
-            elif ty in FLOATS:
+            if ty in FLOATS:
                 self.put(o[0], th, self.fval(th, o[1], ins))
             else:
                 v = self.val(th, o[1], ins, ty)
-                self.put(o[0], th, wrap(v, ty) if type(v) is int and ty != "pred" else v)
+                self.put(o[0], th, self.keep(ins, v, wrap(v, ty)) if isinstance(v, int) and ty != "pred" else v)
         elif op == "cvta":
-            self.put(o[0], th, self.ival(th, o[1], ins, ty))
+            self.cvta(th, ins, p, o)
         elif op == "cvt":
             self.cvt(th, ins, p[-2], ty, o)
         elif op == "setp":
@@ -327,7 +378,7 @@ class Replay:
                 raise self.err(th, ins, "division by zero")
             if op not in FLOAT_OPS:
                 raise self.unsupported(ins, "float instruction")
-            self.put(o[0], th, FLOAT_OPS[op](f))
+            self.put(o[0], th, self.saturate(ins, FLOAT_OPS[op](f)) if "sat" in p else FLOAT_OPS[op](f))
         elif ty == "pred":
             v = [bool(self.val(th, x, ins, "pred")) for x in o[1:]]
             if op not in PRED_OPS:
@@ -358,7 +409,9 @@ class Replay:
         v = self.val(th, o, ins, ty)
         if type(v) is bool:
             return int(v)
-        if type(v) is not int:
+        if isinstance(v, Ptr):
+            raise self.unsupported(ins, f"integer operation on an address of {v.alloc[0]} (layout-dependent)")
+        if not isinstance(v, int):
             raise self.unsupported(ins, "integer operation on a symbolic value")
         return wrap(v, ty)
 
@@ -382,33 +435,80 @@ class Replay:
             raise Rejected(f"bad destination {o}")
         th.regs[o.name] = v
 
-    def address(self, th: Th, m: Mem, ins: Instr) -> int:
-        if isinstance(m.base, Sym):
-            if m.base.name not in self.sym:
-                raise self.err(th, ins, f"unknown symbol {m.base.name}")
-            return self.sym[m.base.name] + m.offset
+    def address(self, th: Th, m: Mem, ins: Instr, space: str) -> Ptr:
+        """``m`` for an access in ``space``: a pointer into one allocation, of the right space
+        (a global address and a generic one into global memory are interchangeable)."""
         v = self.val(th, m.base, ins)
-        if type(v) is not int:
-            raise self.unsupported(ins, "data-dependent address")
-        return v + m.offset
+        if not isinstance(v, Ptr):
+            raise self.unsupported(ins, "address not derived from a parameter or a variable" if isinstance(v, int)
+                                   else "data-dependent address")
+        if v.space != space and {v.space, space} != {"generic", "global"}:
+            raise self.err(th, ins, f"a {v.space} address of {v.alloc[0]} used for a {space} access")
+        if space == "global" and v.alloc[3] != "global":
+            raise self.err(th, ins, f"a generic address of shared {v.alloc[0]} used for a global access")
+        return v.at(m.offset)
+
+    def keep(self, ins: Instr, v, r: int):
+        """``r`` with the provenance of ``v`` (refused where the conversion changes an address)."""
+        if not isinstance(v, Ptr):
+            return r
+        if r != v:
+            raise self.unsupported(ins, f"an address of {v.alloc[0]} changed by a conversion (layout-dependent)")
+        return Ptr(r, v.alloc, v.space)
+
+    def derive(self, ins: Instr, op: str, p: list, v: list, ptrs: list[int], r: int):
+        """The provenance of an integer result with address operands ``v[i]``, ``i in ptrs``:
+        ``ptr +/- int``, ``int + ptr`` and ``a * b + ptr`` keep the pointer's; ``ptr - ptr``
+        into one allocation is a plain distance; any other use of an address is refused."""
+        if op == "sub" and ptrs == [0, 1] and v[0].alloc == v[1].alloc and v[0].space == v[1].space:
+            return r
+        if "sat" not in p and (op == "add" and ptrs in ([0], [1]) or op == "sub" and ptrs == [0]
+                               or op == "mad" and ptrs == [2]):
+            return Ptr(r, v[ptrs[0]].alloc, v[ptrs[0]].space)
+        raise self.unsupported(ins, f"integer operation on an address of {v[ptrs[0]].alloc[0]} (layout-dependent)")
+
+    def cvta(self, th: Th, ins: Instr, p: list, o: list) -> None:
+        """``cvta[.to].space``: a generic address to one in ``space`` (global, shared) or back."""
+        v, space = self.val(th, o[1], ins), next((x for x in p if x in SPACES), "?")
+        if space not in ("global", "shared"):
+            raise self.unsupported(ins, f"cvta of .{space}")
+        frm, to = ("generic", space) if "to" in p else (space, "generic")
+        if not isinstance(v, Ptr) or v.alloc[3] != space or (v.space != frm and {v.space, frm} != {"generic", "global"}):
+            raise self.err(th, ins, f"cvta of a value that is not a {frm} address of {space} memory")
+        self.put(o[0], th, Ptr(self.keep(ins, v, wrap(v, p[-1])), v.alloc, to))
+
+    def saturate(self, ins: Instr, r: Rat) -> Rat:
+        """A float ``.sat`` result: clamped to [0, 1], exact on constants, refused on symbols."""
+        c = r.constant()
+        if c is None:
+            raise self.unsupported(ins, ".sat (clamp to [0, 1]) of a symbolic value")
+        return Rat.of(min(max(c, 0), 1))
 
     # -------------------------------------------------------------- arithmetic
 
     def cvt(self, th: Th, ins: Instr, dt: str, st: str, o: list) -> None:
-        if dt in FLOATS and st in FLOATS:
-            v = self.fval(th, o[1], ins)
-        elif st not in FLOATS and dt not in FLOATS:
-            v = wrap(self.ival(th, o[1], ins, st), dt)
-        else:
-            v = self.val(th, o[1], ins, st)
-            if st not in FLOATS and type(v) is int:
-                v = Rat.of(wrap(v, st))
-            else:
-                c = v.constant() if isinstance(v, Rat) else None
-                if c is None:
-                    raise self.unsupported(ins, "float-to-integer conversion of a symbolic value")
-                v = wrap(int(c), dt)
-        self.put(o[0], th, v)
+        """``cvt``: integer widths exact (``.sat`` clamps); float-to-integer and the integer
+        rounding of floats (``.rni .rzi .rmi .rpi``) exact on constants, refused on symbols;
+        other float conversions the identity on reals; ``.sat`` to a float clamps to [0, 1]."""
+        mode, sat = next((x for x in ins.parts[1:] if x in IROUND), None), "sat" in ins.parts
+        if st not in FLOATS and dt not in FLOATS:
+            a = self.val(th, o[1], ins, st)
+            if mode is not None:
+                raise self.unsupported(ins, "cvt variant")
+            if isinstance(a, Ptr) and not sat:
+                return self.put(o[0], th, self.keep(ins, a, wrap(a, dt)))
+            a = self.ival(th, o[1], ins, st)
+            return self.put(o[0], th, clamp(a, dt) if sat else wrap(a, dt))
+        v = Rat.of(self.ival(th, o[1], ins, st)) if st not in FLOATS else self.fval(th, o[1], ins)
+        if mode is not None or dt not in FLOATS:
+            c = v.constant()
+            if c is None or mode is None:
+                raise self.unsupported(ins, "float-to-integer rounding of a symbolic value" if mode
+                                       else "cvt to an integer without a rounding mode")
+            if dt not in FLOATS:
+                return self.put(o[0], th, float_to_int(c, mode, dt))
+            v = Rat.of(IROUND[mode](c))
+        self.put(o[0], th, self.saturate(ins, v) if sat else v)
 
     def setp(self, th: Th, ins: Instr, p: list, o: list) -> None:
         cmp, ty = p[1], p[-1]
@@ -432,30 +532,40 @@ class Replay:
             self.put(o[0], th, r)
 
     def integer(self, th: Th, ins: Instr, op: str, p: list, o: list, ty: str) -> None:
+        """Integer instructions at their width: results wrap, ``.sat`` clamps (``add``/``sub``/
+        ``mad.hi``/``mad24.hi`` on ``s32``), ``.hi`` is the high half, ``mul24`` per ``mul24``."""
+        if ty not in INTS:
+            raise self.unsupported(ins, f"integer instruction on .{ty}")
+        raw = [self.val(th, x, ins) for x in o[1:]]
+        ptrs = [i for i, x in enumerate(raw) if isinstance(x, Ptr)]
+
+        def iv(i: int, t: str) -> int:
+            return int(raw[i]) if i in ptrs else self.ival(th, o[i + 1], ins, t)
         n = bits(ty)
-        a, dt = self.ival(th, o[1], ins, ty), ty
+        a, dt = iv(0, ty), ty
         if op in UNARY_OPS:
             r, dt = UNARY_OPS[op](a, n, (1 << n) - 1), "u32" if op in ("popc", "clz") else ty
         elif op == "bfi":
-            b = self.ival(th, o[2], ins, ty)
-            pos, ln = self.ival(th, o[3], ins, "u32") & 0xFF, self.ival(th, o[4], ins, "u32") & 0xFF
+            b = iv(1, ty)
+            pos, ln = iv(2, "u32") & 0xFF, iv(3, "u32") & 0xFF
             mk = ((1 << ln) - 1) << pos
             r = (b & ~mk) | ((a << pos) & mk)
         elif op == "bfe":
-            pos, ln = self.ival(th, o[2], ins, "u32") & 0xFF, self.ival(th, o[3], ins, "u32") & 0xFF
+            pos, ln = iv(1, "u32") & 0xFF, iv(2, "u32") & 0xFF
             r = (a >> pos) & ((1 << ln) - 1) if ln else 0
             if ty[0] == "s" and ln and r >> (ln - 1):
                 r -= 1 << ln
         else:
-            b = self.ival(th, o[2], ins, "u32" if op in ("shl", "shr") else ty)
+            b = iv(1, "u32" if op in ("shl", "shr") else ty)
             if op in ("mul", "mad", "mul24", "mad24"):
-                mode, r = p[1] if len(p) > 2 else "lo", a * b
-                if mode == "wide":
-                    dt = ty[0] + str(2 * n)
-                elif mode == "hi":
-                    r >>= n
+                mode = p[1] if len(p) > 2 else "lo"
+                if op in ("mul24", "mad24"):
+                    r = mul24(a, b, ty, mode == "hi")
+                else:
+                    r = (a * b) >> n if mode == "hi" else a * b
+                    dt = ty[0] + str(2 * n) if mode == "wide" else ty
                 if op in ("mad", "mad24"):
-                    r += self.ival(th, o[3], ins, dt)
+                    r += iv(2, dt)
             elif op in ("div", "rem"):
                 if b == 0:
                     raise self.err(th, ins, "integer division by zero")
@@ -469,7 +579,10 @@ class Replay:
                 r = BINARY_OPS[op](a, b)
             else:
                 raise self.unsupported(ins, "integer instruction")
-        self.put(o[0], th, wrap(r, dt))
+        if "sat" in p and (ty != "s32" or op not in ("add", "sub", "mad", "mad24") or op[:3] == "mad" and "hi" not in p):
+            raise self.unsupported(ins, ".sat variant")
+        r = clamp(r, dt) if "sat" in p else wrap(r, dt)
+        self.put(o[0], th, self.derive(ins, op, p, raw, ptrs, r) if ptrs else r)
 
     # -------------------------------------------------------------- memory
 
@@ -483,10 +596,11 @@ class Replay:
         if not isinstance(m, Mem):
             raise self.err(th, ins, "expected a memory operand")
         if space == "param":
-            if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.pv:
+            if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.pv or m.offset:
                 raise self.err(th, ins, "bad parameter access")
-            return self.put(dst, th, wrap(self.pv[m.base.name], ty))
-        addr = self.address(th, m, ins)
+            v = self.pv[m.base.name]
+            return self.put(dst, th, self.keep(ins, v, wrap(v, ty)))
+        addr = self.address(th, m, ins, space)
         if addr % width:
             raise self.err(th, ins, f"misaligned {width}-byte access at {addr:#x}")
         dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
@@ -494,12 +608,14 @@ class Replay:
             raise self.err(th, ins, f"vector width {vec} with {len(dsts)} operands")
         for i, d in enumerate(dsts):
             if load:
-                self.put(d, th, typed(self.load(th, ins, space, addr + i * width, width), ty))
+                v = self.load(th, ins, addr.at(i * width), width)
+                self.put(d, th, self.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr) else typed(v, ty))
                 continue
             v = self.val(th, d, ins, ty)
             if type(v) is bool:
                 raise self.err(th, ins, "store of a predicate")
-            self.store(th, ins, space, addr + i * width, width, typed(v, ty))
+            self.store(th, ins, addr.at(i * width), width, self.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr)
+                       else typed(v, ty))
 
     def tensor(self, addr: int, ins: Instr | None = None) -> tuple:
         """The output or input element at global address ``addr``: (name, index, role, esize)."""
@@ -512,23 +628,22 @@ class Replay:
                 return name, off // esize, role, esize
         raise Rejected(f"global access to unknown address {addr:#x}")
 
-    def where(self, th: Th, ins: Instr, space: str, addr: int, width: int, write: bool) -> str:
-        """The access's space (a generic address resolved), after bounds and race checks."""
-        if space == "generic":
-            space = "global" if addr >= GLOBAL_BASE else "shared"
-        if space == "shared":
-            if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
-                raise self.err(th, ins, f"shared access out of bounds at {addr:#x}")
+    def where(self, th: Th, ins: Instr, addr: Ptr, width: int, write: bool) -> str:
+        """The memory ``addr`` is in, after the bounds check against the allocation it
+        derives from and, for shared memory, the race check."""
+        name, lo, hi, memory = addr.alloc
+        if not lo <= addr <= hi - width:
+            raise self.err(th, ins, f"access out of bounds: byte {addr - lo} of {name} ({hi - lo} bytes), "
+                                    "the allocation the address derives from")
+        if memory == "shared":
             self.access("shared", addr, width, th, ins, write)
-        elif space != "global":
-            raise self.unsupported(ins, f"{'store to' if write else 'load from'} .{space}")
-        return space
+        return memory
 
     def uninit(self, addr: int) -> Rat:
         return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
 
-    def load(self, th: Th, ins: Instr, space: str, addr: int, width: int):
-        if self.where(th, ins, space, addr, width, False) == "shared":
+    def load(self, th: Th, ins: Instr, addr: Ptr, width: int):
+        if self.where(th, ins, addr, width, False) == "shared":
             ent = self.smem.get(addr)
             if ent is None and width == 4 and addr + 2 in self.smem:
                 ent = (None, 2)
@@ -544,7 +659,7 @@ class Replay:
             return ent[0]
         name, i, role, esize = self.tensor(addr, ins)
         if width == 4 and esize == 2 and role == "input":
-            return Packed([self.load(th, ins, "global", addr, 2), self.load(th, ins, "global", addr + 2, 2)])
+            return Packed([self.load(th, ins, addr, 2), self.load(th, ins, addr.at(2), 2)])
         if width != esize:
             raise self.unsupported(ins, f"{width}-byte access to a {esize}-byte tensor {name}")
         if role == "output":
@@ -553,8 +668,8 @@ class Replay:
             return self.gmem[addr]
         return Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
 
-    def store(self, th: Th, ins: Instr, space: str, addr: int, width: int, value) -> None:
-        if self.where(th, ins, space, addr, width, True) == "shared":
+    def store(self, th: Th, ins: Instr, addr: Ptr, width: int, value) -> None:
+        if self.where(th, ins, addr, width, True) == "shared":
             for a in range(addr - 7, addr + width):      # drop the values this store overlaps
                 e = self.smem.get(a)
                 if e is not None and a + e[1] > addr and (a != addr or e[1] != width):
@@ -571,6 +686,8 @@ class Replay:
             raise self.unsupported(ins, f"{width}-byte store to a {esize}-byte tensor {name}")
         if role != "output":
             raise self.err(th, ins, f"store to input tensor {name}")
+        if isinstance(value, Ptr):
+            raise self.unsupported(ins, "an address stored to global memory (layout-dependent)")
         self.access("global", addr, width, th, ins, True)
         self.gmem[addr] = value
 
@@ -642,14 +759,14 @@ class Replay:
         ins = self.full_warp(group)
         trans = "trans" in ins.parts
         nmat = int(next(x for x in ins.parts if x in ("x1", "x2", "x4"))[1:])
-        rows = [self.address(t, ins.operands[1], ins) for t in group]
+        rows = [self.address(t, ins.operands[1], ins, "shared") for t in group]
         out = []
         for t in group:
             lane, regs = t.lane, []
             for i in range(nmat):
-                addrs = [rows[8 * i + 2 * (lane % 4) + h] + 2 * (lane // 4) for h in (0, 1)] if trans else \
-                    [rows[8 * i + lane // 4] + 4 * (lane % 4) + h for h in (0, 2)]
-                regs.append(Packed([self.load(t, ins, "shared", a, 2) for a in addrs]))
+                addrs = [rows[8 * i + 2 * (lane % 4) + h].at(2 * (lane // 4)) for h in (0, 1)] if trans else \
+                    [rows[8 * i + lane // 4].at(4 * (lane % 4) + h) for h in (0, 2)]
+                regs.append(Packed([self.load(t, ins, a, 2) for a in addrs]))
             out.append(regs)
         for t, regs in zip(group, out):
             for d, v in zip(ins.operands[0].items, regs):
@@ -679,21 +796,21 @@ class Replay:
         p, o = ins.parts, ins.operands
         if p[1] in ("load", "store"):
             mem = o[1] if p[1] == "load" else o[0]
-            addrs = {self.address(t, mem, ins) for t in group}
+            addrs = {self.address(t, mem, ins, "shared") for t in group}
             strides = {self.ival(t, o[2], ins, "u32") for t in group}
             if len(addrs) != 1 or len(strides) != 1:
                 raise self.err(group[0], ins, "wmma lanes disagree on address or stride")
             base, stride, col = addrs.pop(), strides.pop(), "col" in p
 
-            def at(e: int, size: int) -> int:
+            def at(e: int, size: int) -> Ptr:
                 i, j = divmod(e, 16)
-                return base + size * (j * stride + i if col else i * stride + j)
+                return base.at(size * (j * stride + i if col else i * stride + j))
             if p[1] == "store":
                 for t in group:
                     for r, src in enumerate(o[1].items):
-                        self.store(t, ins, "shared", at(t.lane * 8 + r, 4), 4, self.fval(t, src, ins))
+                        self.store(t, ins, at(t.lane * 8 + r, 4), 4, self.fval(t, src, ins))
                 return
-            vals = {e: self.load(t, ins, "shared", at(e, 2), 2)     # rows e // 16 in both lane halves
+            vals = {e: self.load(t, ins, at(e, 2), 2)     # rows e // 16 in both lane halves
                     for e in range(256) for t in (group[e // 16], group[16 + e // 16])}
             for t in group:
                 for r, d in enumerate(o[0].items):
@@ -807,7 +924,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
     if cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta):
         raise Malformed(where, "cta: needs three non-negative integers")
-    outs, notes, printer = {}, [], Printer()
+    outs, notes, printer, grids = {}, [], Printer(), []
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)
@@ -820,6 +937,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Malformed(sw, "entry: needs the kernel's name")
         k = parse(text, awhere).kernel(s["entry"])
         grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
+        grids.append(grid)
         if any(c >= g for c, g in zip(cta, grid)):
             raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
         if not isinstance(ev.get("schedule"), list) or not isinstance(ev.get("witness"), list) \
@@ -848,6 +966,8 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         outs[side] = got
         notes.append(f"{k.name}: {r.n} threads, {len(ev['schedule'])} schedule events, "
                      f"{len(r.witness)} conflict classes ordered")
+    if grids[0] != grids[1]:
+        raise Rejected(f"the launches' grids differ ({list(grids[0])}, {list(grids[1])}): CTA {list(cta)} of which?")
     if evidence.get("atoms") != printer.table:
         raise Rejected("the certified atom table is not the replay's")
     ref, opt = outs["reference"], outs["optimized"]
@@ -861,4 +981,38 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Rejected(f"{key}: {'differs' if v.holds is False else 'not decided'} ({v.method})")
         methods[v.method] = methods.get(v.method, 0) + 1
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
-    return "; ".join(notes) + f"; {len(ref)} output elements equal over the reals ({how})"
+    covers = coverage(ref)
+    if claim.get("covers") != covers:
+        raise Rejected(f"the claim's covered outputs {claim.get('covers')} are not the elements CTA {list(cta)} "
+                       f"writes ({covers})")
+    total = sum(math.prod(p["shape"]) for p in params if p["role"] == "output")
+    runs = [f"{k}[{a}]" if a == b else f"{k}[{a}..{b}]" for k, v in covers.items() for a, b in v]
+    shown = ", ".join(runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")
+    return "; ".join(notes) + f"; {scope(cta, grids[0])}: {len(ref)} of {total} output elements equal over " \
+        f"the reals ({shown}; {how})"
+
+
+def coverage(outs) -> dict[str, list]:
+    """The output elements written, by tensor, as inclusive index ranges (``"y[3]"`` keys)."""
+    idx: dict[str, list[int]] = {}
+    for key in outs:
+        name, i = key[:-1].rsplit("[", 1)
+        idx.setdefault(name, []).append(int(i))
+    out = {}
+    for name, ix in sorted(idx.items()):
+        ix.sort()
+        runs = [[ix[0], ix[0]]]
+        for i in ix[1:]:
+            if i == runs[-1][1] + 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        out[name] = runs
+    return out
+
+
+def scope(cta, grid) -> str:
+    """Which CTAs a claim covers: one CTA, named, unless the launch is that one CTA."""
+    if math.prod(grid) == 1:
+        return "the whole launch (grid (1, 1, 1))"
+    return f"only CTA {tuple(cta)} of grid {tuple(grid)}"

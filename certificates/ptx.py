@@ -194,7 +194,7 @@ def _statements(src: str, file: str):
     for tok in re.findall(r"[{}();:\n]|[^{}();:\n]+", src):
         blank = not buf.strip()
         if tok == "\n":
-            if depth == 0 and parens == 0 and not blank:
+            if not blank and parens == 0 and (depth == 0 or _NOSEMI.match(buf)):
                 yield start, "stmt", buf.strip(), depth
                 buf = ""
             else:
@@ -229,6 +229,23 @@ def _statements(src: str, file: str):
         yield start, "stmt", buf.strip(), depth
     if depth != 0:
         raise Malformed(f"{file}:{line}", "unbalanced '{' (missing '}' at end of file)")
+
+
+# Directives that end at the end of their line, without ';' (PTX ISA 11.5: .loc, .file).
+_NOSEMI = re.compile(r"^\s*\.(loc|file)\b")
+_DIRECTIVE = {"loc": re.compile(r"^\.loc\s+\d+\s+\d+\s+\d+(\s*,\s*function_name\s+[\w$.]+(\s*\+\s*\d+)?"
+                                r"\s*,\s*inlined_at\s+\d+\s+\d+\s+\d+)?$"),
+              "file": re.compile(r'^\.file\s+\d+\s+"[^"]*"(\s*,\s*\d+\s*,\s*\d+)?$'),
+              "pragma": re.compile(r'^\.pragma\s+"[^"]*"(\s*,\s*"[^"]*")*$')}
+# A debug ``.section`` with its braced body (DWARF data: no instructions, no braces inside).
+_SECTION = re.compile(r"^[ \t]*\.section\s+[\w.$]+\s*\{[^{}]*\}", re.M)
+
+
+def _directive(t: str, ctx: "_Ctx") -> None:
+    """Check a ``.loc`` / ``.file`` / ``.pragma`` statement (which has no effect on execution)."""
+    name = t[1:].split(None, 1)[0]
+    if not _DIRECTIVE[name].match(" ".join(t.split())):
+        raise ctx.err(f"bad .{name} directive")
 
 
 def _split_top(s: str) -> list[str]:
@@ -339,7 +356,8 @@ def _var(text: str, ctx: _Ctx) -> Var:
 
 def parse(src: str, file: str = "<ptx>") -> Module:
     """Parse PTX text into a ``Module``."""
-    stmts = list(_statements(_strip_comments(src, file), file))
+    src = _SECTION.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), _strip_comments(src, file))
+    stmts = list(_statements(src, file))
     version = target = None
     address_size, kernels, mvars, i = 64, {}, {}, 0
     while i < len(stmts):
@@ -371,7 +389,9 @@ def parse(src: str, file: str = "<ptx>") -> Module:
         elif re.match(r"^(\.extern\s+|\.visible\s+)*\.(shared|global|const|local)\b", text):
             v = _var(re.sub(r"^\.visible\s+", "", text), ctx)
             mvars[v.name] = v
-        elif not re.match(r"^\.(pragma|file|section)", text):
+        elif re.match(r"^\.(pragma|file|loc)\b", text):
+            _directive(text, ctx)
+        elif not re.match(r"^\.section\s+[\w.$]+$", text):
             raise ctx.err("unexpected statement at module level")
         i += 1
     if version is None or target is None:
@@ -443,7 +463,9 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
             if v.name in kvars:
                 raise sctx.err(f"duplicate variable {v.name}")
             kvars[v.name] = v
-        elif t.startswith(".") and not re.match(r"^\.(pragma|loc\b|file\b)", t):
+        elif re.match(r"^\.(pragma|loc|file)\b", t):
+            _directive(t, sctx)
+        elif t.startswith("."):
             raise Unsupported(f"{file}:{sl}: unsupported directive `{t.split()[0]}` in `{t}`")
         elif not t.startswith("."):
             instrs.append(_instr(t, sctx, len(instrs)))

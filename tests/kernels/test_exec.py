@@ -98,13 +98,20 @@ def test_deadlock_when_a_thread_skips_the_barrier():
         run(body)
 
 
-def test_barrier_matched_by_count_not_by_pc():
-    body = ("\tst.shared.f32 [%r4], %f1;\n\tsetp.eq.s32 %p1, %r1, 1;\n\t@%p1 bra $L_B;\n"
+def test_barrier_matched_by_count_not_by_pc_across_warps():
+    body = ("\tst.shared.f32 [%r4], %f1;\n\tsetp.ge.s32 %p1, %r1, 32;\n\t@%p1 bra $L_B;\n"
             "\tbar.sync 0;\n\tbra.uni $L_C;\n$L_B:\n\tbar.sync 0;\n$L_C:\n"
-            "\txor.b32 %r6, %r3, 4;\n\tadd.s32 %r7, %r2, %r6;\n\tld.shared.f32 %f2, [%r7];\n"
+            "\txor.b32 %r6, %r3, 128;\n\tadd.s32 %r7, %r2, %r6;\n\tld.shared.f32 %f2, [%r7];\n"
             "\tst.global.f32 [%rd7], %f2;\n")
-    out = run(body)
-    assert out[("y", 0)].equals(x(1)) and out[("y", 1)].equals(x(0))
+    out = run(body, threads=64)
+    assert out[("y", 0)].equals(x(32)) and out[("y", 32)].equals(x(0))
+
+
+def test_lanes_of_one_warp_at_different_bar_sync_rejected():
+    body = ("\tsetp.eq.s32 %p1, %r1, 1;\n\t@%p1 bra $L_B;\n"
+            "\tbar.sync 0;\n\tbra.uni $L_C;\n$L_B:\n\tbar.sync 0;\n$L_C:\n")
+    with pytest.raises(KernelError, match="different aligned barriers"):
+        run(body)
 
 
 def test_shfl_down_and_bfly():
@@ -138,12 +145,15 @@ def test_out_of_bounds_and_unsupported():
 
 
 def test_named_barrier_with_thread_count():
-    # warp 0 alone uses barrier 1 (32 threads); warp 1 never touches it
+    # a count below the CTA's threads has no fixed member set (docs/kernels.md): refused;
+    # a count equal to the CTA's threads is an ordinary barrier
     body = ("\tsetp.gt.u32 %p1, %r1, 31;\n\t@%p1 bra $L_END;\n"
-            "\tst.shared.f32 [%r4], %f1;\n\tbar.sync 1, 32;\n"
+            "\tst.shared.f32 [%r4], %f1;\n\tbar.sync 1, {n};\n"
             "\txor.b32 %r6, %r3, 4;\n\tadd.s32 %r7, %r2, %r6;\n\tld.shared.f32 %f2, [%r7];\n"
             "\tst.global.f32 [%rd7], %f2;\n$L_END:\n")
-    out = run(body, threads=64)
+    with pytest.raises(Unsupported, match="count 32 is not the CTA's 64 threads"):
+        run(body.format(n=32), threads=64)
+    out = run(body.format(n=32), threads=32)
     assert out[("y", 0)].equals(x(1)) and len(out) == 32
 
 

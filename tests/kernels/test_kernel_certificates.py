@@ -90,7 +90,7 @@ def edit(cert: dict, fn) -> dict:
         "out[0]", e["optimized"]["outputs"]["out[0]"] + " + 1"), "normal form"),
     ("drop an output", lambda e, c: e["reference"]["outputs"].clear(), "not the elements"),
     ("other CTA", lambda e, c: c["claims"][0].__setitem__("cta", [1, 0, 0]), "not the elements"),
-    ("other shape", lambda e, c: c["claims"][0]["params"][0].__setitem__("shape", [64]), "out-of-bounds"),
+    ("other shape", lambda e, c: c["claims"][0]["params"][0].__setitem__("shape", [64]), "out of bounds"),
     ("PTX changed", lambda e, c: c["subject"]["artifacts"][1].__setitem__(
         "embedded", c["subject"]["artifacts"][1]["embedded"].replace("bar.warp.sync", "bar.warp.sync ")),
      "sha256"),

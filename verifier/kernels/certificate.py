@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 
 from certificates import FORMAT, VERSION
-from certificates.kernel import Printer
+from certificates.kernel import Printer, coverage
 from certificates.limits import canonical_bytes
 from certificates.ptx import parse
 
@@ -32,7 +32,8 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
     if report.verdict != "equivalent" or set(report.results) != set(SIDES):
         raise ValueError(f"{name}: only an equivalent pair has a certificate (verdict {report.verdict})")
     claim: dict = {"id": name, "kind": "kernel-equivalence", "params": entry["params"],
-                   "cta": list(entry.get("check_cta", [0, 0, 0]))}
+                   "cta": list(entry.get("check_cta", [0, 0, 0])),
+                   "covers": coverage(f"{t}[{i}]" for t, i in report.results["reference"].outputs)}
     evidence: dict = {}
     arts = []
     printer = Printer()

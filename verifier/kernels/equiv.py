@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from certificates.errors import Unsupported
-from certificates.kernel import shift
+from certificates.errors import CheckError, Malformed, Unsupported
+from certificates.kernel import scope, shift
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -48,6 +48,8 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
     """Check one ``pairs.json`` entry (or launch description)."""
     seconds: dict = {}
     cta = tuple(entry.get("check_cta", [0, 0, 0]))
+    if list(entry["reference"]["grid"]) != list(entry["optimized"]["grid"]):
+        return Report("malformed", None, "the two launches have different grids (the claim is about one CTA of one grid)")
     results = {}
     kernels = {}
     for side in ("reference", "optimized"):
@@ -56,6 +58,8 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
             static_check(kernels[side])
         except Unsupported as e:
             return Report("unsupported", side, str(e), seconds=seconds)
+        except Malformed as e:
+            return Report("malformed", side, str(e), seconds=seconds)
     for side in ("reference", "optimized"):
         spec = entry[side]
         t0 = time.perf_counter()
@@ -68,10 +72,24 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
             return Report("deadlock", side, str(e), deadlock=e.deadlock, seconds=seconds)
         except Unsupported as e:
             return Report("unsupported", side, str(e), seconds=seconds)
+        except CheckError as e:            # undefined behaviour, out of bounds, step limit, ...
+            return Report("rejected", side, str(e), seconds=seconds)
         seconds[side] = time.perf_counter() - t0
     report = compare(results["reference"].outputs, results["optimized"].outputs, seconds)
     report.results = results
+    if report.verdict in ("equivalent", "unknown"):
+        total = sum(_numel(p) for p in entry["params"] if p["role"] == "output")
+        where = scope(cta, entry["reference"]["grid"])
+        report.message = f"{where}: {report.elements} of {total} output elements " + \
+            ("equal over the reals" if report.verdict == "equivalent" else f"checked; {report.message}")
     return report
+
+
+def _numel(p: dict) -> int:
+    n = 1
+    for d in p["shape"]:
+        n *= int(d)
+    return n
 
 
 def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
+from certificates.kernel import BARRIERS, INTS, IROUND, Ptr, clamp, float_to_int, mul24
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -300,7 +301,8 @@ class CTA:
                     numel *= int(d)
                 t = Tensor(p["name"], p["role"], p["dtype"], numel, GLOBAL_BASE + i * GLOBAL_STRIDE)
                 self.tensors.append(t)
-                self.param_values[kp.name] = t.base
+                self.param_values[kp.name] = Ptr(t.base, (t.name, t.base, t.base + numel * t.esize, "global"),
+                                                 "generic")
         # shared layout
         self.sym_addr: dict[str, int] = {}
         addr = SHARED_BASE
@@ -310,8 +312,9 @@ class CTA:
                     raise Unsupported(f"{kernel.file}:{v.line}: .local variable {v.name}")
                 continue
             addr = (addr + v.align - 1) // v.align * v.align
-            self.sym_addr[v.name] = addr
-            addr += v.size if v.size else 48 * 1024
+            size = v.size if v.size else 48 * 1024
+            self.sym_addr[v.name] = Ptr(addr, (v.name, addr, addr + size, "shared"), "shared")
+            addr += size
         self.shared_end = addr
         self.smem: dict[int, tuple] = {}      # byte address -> (value, width) at value start
         self.gmem: dict[int, tuple] = {}      # stores to global memory
@@ -361,6 +364,8 @@ class CTA:
         v = self.val(th, o, ins, ty)
         if isinstance(v, bool):
             return int(v)
+        if isinstance(v, Ptr):
+            raise self._unsupported(ins, f"integer operation on an address of {v.alloc[0]} (layout-dependent)")
         if not isinstance(v, int):
             raise Unsupported(f"{self.k.file}:{ins.line}: integer operation on a float/symbolic value "
                               f"(data-dependent) in `{ins.text}`")
@@ -374,18 +379,29 @@ class CTA:
             raise self._err(th, ins, "predicate used as a float")
         return float_of_bits(v, 32)  # raw integer bits moved into a float register
 
-    def address(self, th, m: Mem, ins) -> int:
-        b = m.base
-        if isinstance(b, Sym):
-            if b.name in self.sym_addr:
-                return self.sym_addr[b.name] + m.offset
-            if b.name in self.param_values:
-                return ("param", b.name)  # type: ignore[return-value]
-            raise self._err(th, ins, f"unknown symbol {b.name}")
-        v = self.val(th, b, ins)
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise Unsupported(f"{self.k.file}:{ins.line}: data-dependent address in `{ins.text}`")
-        return v + m.offset
+    def _unsupported(self, ins: Instr, msg: str) -> Unsupported:
+        return Unsupported(f"{self.k.file}:{ins.line}: {msg} in `{ins.text}`")
+
+    def address(self, th, m: Mem, ins, space: str) -> Ptr:
+        """``m`` for an access in ``space``: a pointer into one allocation (``certificates.kernel.Ptr``)
+        of that space; a global address and a generic one into global memory are interchangeable."""
+        v = self.val(th, m.base, ins)
+        if not isinstance(v, Ptr):
+            raise self._unsupported(ins, "address not derived from a parameter or a variable"
+                                    if isinstance(v, int) else "data-dependent address")
+        if v.space != space and {v.space, space} != {"generic", "global"}:
+            raise self._err(th, ins, f"a {v.space} address of {v.alloc[0]} used for a {space} access")
+        if space == "global" and v.alloc[3] != "global":
+            raise self._err(th, ins, f"a generic address of shared {v.alloc[0]} used for a global access")
+        return v.at(m.offset)
+
+    def keep(self, ins: Instr, v, r: int):
+        """``r`` with the provenance of ``v`` (refused where the conversion changes an address)."""
+        if not isinstance(v, Ptr):
+            return r
+        if r != v:
+            raise self._unsupported(ins, f"an address of {v.alloc[0]} changed by a conversion (layout-dependent)")
+        return Ptr(r, v.alloc, v.space)
 
     def setreg(self, th, o, v) -> None:
         if not isinstance(o, Reg):
@@ -442,14 +458,17 @@ class CTA:
                 return t, off // t.esize
         raise self._err(th, ins, f"global access to unknown address {addr:#x}")
 
-    def load(self, th, ins, space: str, addr: int, width: int, ty: str):
-        if space == "param":
-            raise self._err(th, ins, "bad param load")
-        if space == "generic":
-            space = "global" if addr >= GLOBAL_BASE else "shared"
+    def _bounds(self, th, ins, addr: Ptr, width: int) -> str:
+        """The memory of ``addr`` after the bounds check against the allocation it derives from."""
+        name, lo, hi, memory = addr.alloc
+        if not lo <= addr <= hi - width:
+            raise self._err(th, ins, f"access out of bounds: byte {addr - lo} of {name} ({hi - lo} bytes), "
+                                     "the allocation the address derives from")
+        return memory
+
+    def load(self, th, ins, addr: Ptr, width: int, ty: str):
+        space = self._bounds(th, ins, addr, width)
         if space == "shared":
-            if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
-                raise self._err(th, ins, f"shared access out of bounds at {addr:#x}")
             self._record("shared", addr, width, th, ins, False)
             ent = self.smem.get(addr)
             if ent is None and width == 4 and (addr + 2) in self.smem:
@@ -471,7 +490,7 @@ class CTA:
         if space == "global":
             t, i = self._tensor(addr, th, ins)
             if width == 4 and t.esize == 2 and t.role == "input":  # two f16 elements as one word
-                return Packed([self.load(th, ins, "global", addr, 2, ty), self.load(th, ins, "global", addr + 2, 2, ty)])
+                return Packed([self.load(th, ins, addr, 2, ty), self.load(th, ins, addr.at(2), 2, ty)])
             if width != t.esize:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to {t.dtype} tensor {t.name}")
             if t.role == "output":  # inputs are never written (a store to one is an error)
@@ -483,12 +502,9 @@ class CTA:
             return Rat.var(f"{t.name}[{i}]")
         raise Unsupported(f"{self.k.file}:{ins.line}: load from .{space} in `{ins.text}`")
 
-    def store(self, th, ins, space: str, addr: int, width: int, value) -> None:
-        if space == "generic":
-            space = "global" if addr >= GLOBAL_BASE else "shared"
+    def store(self, th, ins, addr: Ptr, width: int, value) -> None:
+        space = self._bounds(th, ins, addr, width)
         if space == "shared":
-            if not (SHARED_BASE <= addr and addr + width <= self.shared_end):
-                raise self._err(th, ins, f"shared access out of bounds at {addr:#x}")
             self._record("shared", addr, width, th, ins, True)
             for a in range(addr - 7, addr + width):  # drop overlapped values
                 e = self.smem.get(a)
@@ -511,6 +527,8 @@ class CTA:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte store to {t.dtype} tensor {t.name}")
             if t.role != "output":
                 raise self._err(th, ins, f"store to input tensor {t.name}")
+            if isinstance(value, Ptr):
+                raise self._unsupported(ins, "an address stored to global memory (layout-dependent)")
             self._record("global", addr, width, th, ins, True)
             self.gmem[addr] = (value, width)
             return
@@ -562,6 +580,13 @@ class CTA:
                 need = self.n
             if len(ts) >= need:
                 group = ts[:need]
+                for t in group:
+                    lead = self.threads[t.lin - t.lane]
+                    ins = self.k.instrs[t.pc]
+                    if (ins.op == "bar" or "aligned" in ins.parts) and t.pc != lead.pc:
+                        raise KernelError(f"{self.k.file}:{ins.line}: threads {lead.lin} and {t.lin} of one warp wait "
+                                          f"at different aligned barriers (instructions {lead.pc} and {t.pc}): "
+                                          "undefined behaviour")
                 self.schedule.append(["bar", bid, ts[0].wait[2], [list(r) for r in _ranges([t.lin for t in group])]])
                 self._sync(group)
                 self.barriers += 1
@@ -679,18 +704,18 @@ class CTA:
         trans = "trans" in ins.parts
         nmat = int(next(p for p in ins.parts if p in ("x1", "x2", "x4"))[1:])
         dsts = ins.operands[0].items
-        rows = [self.address(t, ins.operands[1], ins) for t in group]
+        rows = [self.address(t, ins.operands[1], ins, "shared") for t in group]
         out = {}
         for t in group:
             lane, regs = t.lane, []
             for i in range(nmat):
                 if trans:
-                    addrs = [rows[8 * i + 2 * (lane % 4)] + 2 * (lane // 4),
-                             rows[8 * i + 2 * (lane % 4) + 1] + 2 * (lane // 4)]
+                    addrs = [rows[8 * i + 2 * (lane % 4)].at(2 * (lane // 4)),
+                             rows[8 * i + 2 * (lane % 4) + 1].at(2 * (lane // 4))]
                 else:
-                    base = rows[8 * i + lane // 4] + 4 * (lane % 4)
-                    addrs = [base, base + 2]
-                regs.append(Packed([self.load(t, ins, "shared", a, 2, "b16") for a in addrs]))
+                    base = rows[8 * i + lane // 4].at(4 * (lane % 4))
+                    addrs = [base, base.at(2)]
+                regs.append(Packed([self.load(t, ins, a, 2, "b16") for a in addrs]))
             out[t.lin] = regs
         for t in group:
             for d, v in zip(dsts, out[t.lin]):
@@ -752,7 +777,7 @@ class CTA:
         kind = parts[1]
         if kind in ("load", "store"):
             mem, stride_o = (ins.operands[1], ins.operands[2]) if kind == "load" else (ins.operands[0], ins.operands[2])
-            addrs = {self.address(t, mem, ins) for t in group}
+            addrs = {self.address(t, mem, ins, "shared") for t in group}
             strides = {self.ival(t, stride_o, ins, "u32") for t in group}
             if len(addrs) != 1 or len(strides) != 1:
                 raise self._err(group[0], ins, "wmma lanes disagree on address or stride")
@@ -767,7 +792,7 @@ class CTA:
                     i, j = divmod(e, 16)
                     off = (j * stride + i) if col else (i * stride + j)
                     for t in (group[e // 16], group[16 + e // 16]):   # both copies read it
-                        vals[e] = self.load(t, ins, "shared", base + 2 * off, 2, "f16")
+                        vals[e] = self.load(t, ins, base.at(2 * off), 2, "f16")
                 for t in group:
                     for r, d in enumerate(frag):
                         e = (t.lane % 16) * 16 + 2 * r
@@ -780,7 +805,7 @@ class CTA:
                         e = t.lane * 8 + r
                         i, j = divmod(e, 16)
                         off = (j * stride + i) if col else (i * stride + j)
-                        self.store(t, ins, "shared", base + 4 * off, 4, self.fval(t, src, ins))
+                        self.store(t, ins, base.at(4 * off), 4, self.fval(t, src, ins))
             return
         if kind != "mma" or "m16n16k16" not in parts or parts[-2:] != ["f32", "f32"]:
             raise Unsupported(f"{self.k.file}:{ins.line}: `{ins.opcode}`")
@@ -880,14 +905,13 @@ class CTA:
                 mask = self.ival(th, ops[0], ins, "b32") & 0xFFFFFFFF
                 th.state, th.wait = "block", ("wsync", mask)
                 return
-            kind = parts[1] if len(parts) > 1 else "sync"
-            if kind not in ("sync", "cta") or (kind == "cta" and "sync" not in parts):
-                if kind == "cta" and ("sync" in parts or "aligned" in parts):
-                    pass
-                else:
-                    raise Unsupported(f"{self.k.file}:{ins.line}: barrier variant `{ins.opcode}`")
+            if ins.opcode not in BARRIERS:
+                raise self._unsupported(ins, f"barrier variant `{ins.opcode}`")
             bid = self.ival(th, ops[0], ins, "u32") if ops else 0
             cnt = self.ival(th, ops[1], ins, "u32") if len(ops) > 1 else None
+            if cnt is not None and (cnt != self.n or cnt % 32):
+                raise self._unsupported(ins, f"barrier thread count {cnt} is not the CTA's {self.n} threads "
+                                             "(a multiple of 32): its member set would depend on the schedule")
             th.state, th.wait = "block", ("bar", bid, cnt)
             return
         if op == "shfl":
@@ -918,33 +942,17 @@ class CTA:
             src = ops[1]
             if isinstance(src, Vec) or isinstance(ops[0], Vec):
                 raise Unsupported(f"{self.k.file}:{ins.line}: vector mov (pack/unpack) in `{ins.text}`")
-            if isinstance(src, Sym) and src.name in self.sym_addr:
-                v = self.sym_addr[src.name]
-            elif ty in FLOAT_TYPES:
+            if ty in FLOAT_TYPES:
                 v = self.fval(th, src, ins)
             else:
                 v = self.val(th, src, ins, ty)
                 if isinstance(v, int) and not isinstance(v, bool) and ty != "pred":
-                    v = _wrap(v, ty)
+                    v = self.keep(ins, v, _wrap(v, ty))
             self.setreg(th, ops[0], v)
         elif op == "cvta":
-            self.setreg(th, ops[0], self.ival(th, ops[1], ins, ty))
+            self._cvta(th, ins)
         elif op == "cvt":
-            dt, st = parts[-2], parts[-1]
-            if dt in FLOAT_TYPES and st in FLOAT_TYPES:
-                self.setreg(th, ops[0], self.fval(th, ops[1], ins))
-            elif dt in FLOAT_TYPES or st in FLOAT_TYPES:
-                v = self.val(th, ops[1], ins, st)
-                if st not in FLOAT_TYPES and isinstance(v, int) and not isinstance(v, bool):
-                    self.setreg(th, ops[0], Rat.of(_wrap(v, st)))
-                else:
-                    c = v.constant() if isinstance(v, Rat) else None
-                    if c is None:
-                        raise Unsupported(f"{self.k.file}:{ins.line}: float-to-integer conversion of a "
-                                          f"symbolic value in `{ins.text}`")
-                    self.setreg(th, ops[0], _wrap(int(c), dt))
-            else:
-                self.setreg(th, ops[0], _wrap(self.ival(th, ops[1], ins, st), dt))
+            self._cvt(th, ins)
         elif op == "setp":
             self._setp(th, ins)
         elif op == "selp":
@@ -957,6 +965,49 @@ class CTA:
         else:
             self._int(th, ins)
         th.pc += 1
+
+    def _cvta(self, th, ins) -> None:
+        """``cvta[.to].space``: a generic address to one in ``space`` (global, shared) or back."""
+        parts, ops = ins.parts, ins.operands
+        v, space = self.val(th, ops[1], ins), next((x for x in parts if x in ("global", "shared", "local",
+                                                                               "const", "param")), "?")
+        if space not in ("global", "shared"):
+            raise self._unsupported(ins, f"cvta of .{space}")
+        frm, to = ("generic", space) if "to" in parts else (space, "generic")
+        if not isinstance(v, Ptr) or v.alloc[3] != space or (v.space != frm and {v.space, frm} != {"generic", "global"}):
+            raise self._err(th, ins, f"cvta of a value that is not a {frm} address of {space} memory")
+        self.setreg(th, ops[0], Ptr(self.keep(ins, v, _wrap(v, parts[-1])), v.alloc, to))
+
+    def _cvt(self, th, ins) -> None:
+        """``cvt`` as ``certificates.kernel.Replay.cvt``: integer widths exact, ``.sat`` clamps,
+        float-to-integer rounding (rni/rzi/rmi/rpi) exact on constants and refused on symbols."""
+        parts, ops = ins.parts, ins.operands
+        dt, st = parts[-2], parts[-1]
+        mode, sat = next((x for x in parts[1:] if x in IROUND), None), "sat" in parts
+        if st not in FLOAT_TYPES and dt not in FLOAT_TYPES:
+            a = self.val(th, ops[1], ins, st)
+            if mode is not None:
+                raise self._unsupported(ins, "cvt variant")
+            if isinstance(a, Ptr) and not sat:
+                return self.setreg(th, ops[0], self.keep(ins, a, _wrap(a, dt)))
+            a = self.ival(th, ops[1], ins, st)
+            return self.setreg(th, ops[0], clamp(a, dt) if sat else _wrap(a, dt))
+        v = Rat.of(self.ival(th, ops[1], ins, st)) if st not in FLOAT_TYPES else self.fval(th, ops[1], ins)
+        if mode is not None or dt not in FLOAT_TYPES:
+            c = v.constant()
+            if c is None or mode is None:
+                raise self._unsupported(ins, "float-to-integer rounding of a symbolic value" if mode
+                                        else "cvt to an integer without a rounding mode")
+            if dt not in FLOAT_TYPES:
+                return self.setreg(th, ops[0], float_to_int(c, mode, dt))
+            v = Rat.of(IROUND[mode](c))
+        self.setreg(th, ops[0], self._saturate(ins, v) if sat else v)
+
+    def _saturate(self, ins, r: Rat) -> Rat:
+        c = r.constant()
+        if c is None:
+            raise self._unsupported(ins, ".sat (clamp to [0, 1]) of a symbolic value")
+        return Rat.of(min(max(c, 0), 1))
 
     def _setp(self, th, ins) -> None:
         parts, ops = ins.parts, ins.operands
@@ -1045,81 +1096,77 @@ class CTA:
             r = Rat.of(1) / apply("sqrt", f[0])
         else:
             raise Unsupported(f"{self.k.file}:{ins.line}: float instruction `{ins.opcode}` in `{ins.text}`")
-        self.setreg(th, ops[0], r)
+        self.setreg(th, ops[0], self._saturate(ins, r) if "sat" in ins.parts else r)
 
     def _int(self, th, ins) -> None:  # noqa: C901
+        """Integer instructions as ``certificates.kernel.Replay.integer``: wrap at the width,
+        ``.sat`` clamps (s32 add/sub/mad.hi/mad24.hi), ``mul24`` per the ISA, addresses keep
+        their provenance only through ``ptr +/- int``, ``int + ptr`` and ``mad``'s addend."""
         op, parts, ops = ins.op, ins.parts, ins.operands
         ty = parts[-1]
+        if ty not in INTS:
+            raise self._unsupported(ins, f"integer instruction on .{ty}")
+        raw = [self.val(th, o, ins) for o in ops[1:]]
+        ptrs = [i for i, x in enumerate(raw) if isinstance(x, Ptr)]
+
+        def iv(i: int, t: str) -> int:
+            return int(raw[i]) if i in ptrs else self.ival(th, ops[i + 1], ins, t)
         n = _bits(ty)
+        a, dt = iv(0, ty), ty
         if op in ("not", "neg", "abs", "popc", "clz", "brev"):
-            a = self.ival(th, ops[1], ins, ty)
-            r = {"not": lambda: ~a, "neg": lambda: -a, "abs": lambda: abs(a),
-                 "popc": lambda: bin(a & ((1 << n) - 1)).count("1"),
-                 "clz": lambda: n - (a & ((1 << n) - 1)).bit_length(),
-                 "brev": lambda: int(format(a & ((1 << n) - 1), f"0{n}b")[::-1], 2)}[op]()
-            self.setreg(th, ops[0], _wrap(r, "u32" if op in ("popc", "clz") else ty))
-            return
-        if op == "bfi":
-            a, b = self.ival(th, ops[1], ins, ty), self.ival(th, ops[2], ins, ty)
-            pos, ln = self.ival(th, ops[3], ins, "u32") & 0xFF, self.ival(th, ops[4], ins, "u32") & 0xFF
+            m = (1 << n) - 1
+            r = {"not": lambda: ~a, "neg": lambda: -a, "abs": lambda: abs(a), "popc": lambda: bin(a & m).count("1"),
+                 "clz": lambda: n - (a & m).bit_length(), "brev": lambda: int(format(a & m, f"0{n}b")[::-1], 2)}[op]()
+            dt = "u32" if op in ("popc", "clz") else ty
+        elif op == "bfi":
+            b = iv(1, ty)
+            pos, ln = iv(2, "u32") & 0xFF, iv(3, "u32") & 0xFF
             m = ((1 << ln) - 1) << pos
-            self.setreg(th, ops[0], _wrap((b & ~m) | ((a << pos) & m), ty))
-            return
-        if op == "bfe":
-            a = self.ival(th, ops[1], ins, ty)
-            pos, ln = self.ival(th, ops[2], ins, "u32") & 0xFF, self.ival(th, ops[3], ins, "u32") & 0xFF
+            r = (b & ~m) | ((a << pos) & m)
+        elif op == "bfe":
+            pos, ln = iv(1, "u32") & 0xFF, iv(2, "u32") & 0xFF
             r = (a >> pos) & ((1 << ln) - 1) if ln else 0
             if _signed(ty) and ln and r >> (ln - 1):
                 r -= 1 << ln
-            self.setreg(th, ops[0], _wrap(r, ty))
-            return
-        a = self.ival(th, ops[1], ins, ty)
-        b = self.ival(th, ops[2], ins, "u32" if op in ("shl", "shr") else ty)
-        if op in ("add", "sub"):
-            r = a + b if op == "add" else a - b
-            dt = ty
-        elif op in ("mul", "mad", "mul24", "mad24"):
-            mode = parts[1] if len(parts) > 2 else "lo"
-            prod = a * b
-            if mode == "wide":
-                dt = ty[0] + str(2 * n)
-                r = prod
-            elif mode == "hi":
-                dt = ty
-                r = prod >> n
-            else:
-                dt = ty
-                r = prod
-            if op in ("mad", "mad24"):
-                c = self.ival(th, ops[3], ins, dt)
-                r = r + c
-        elif op in ("div", "rem"):
-            if b == 0:
-                raise self._err(th, ins, "integer division by zero")
-            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-            r = q if op == "div" else a - q * b
-            dt = ty
-        elif op == "min":
-            r, dt = min(a, b), ty
-        elif op == "max":
-            r, dt = max(a, b), ty
-        elif op == "and":
-            r, dt = a & b, ty
-        elif op == "or":
-            r, dt = a | b, ty
-        elif op == "xor":
-            r, dt = a ^ b, ty
-        elif op == "shl":
-            r, dt = (a << b) if b < n else 0, ty
-        elif op == "shr":
-            if _signed(ty):
-                r = a >> min(b, n)
-            else:
-                r = (a & ((1 << n) - 1)) >> b if b < n else 0
-            dt = ty
         else:
-            raise Unsupported(f"{self.k.file}:{ins.line}: integer instruction `{ins.opcode}` in `{ins.text}`")
-        self.setreg(th, ops[0], _wrap(r, dt))
+            b = iv(1, "u32" if op in ("shl", "shr") else ty)
+            if op in ("mul", "mad", "mul24", "mad24"):
+                mode = parts[1] if len(parts) > 2 else "lo"
+                if op in ("mul24", "mad24"):
+                    r = mul24(a, b, ty, mode == "hi")
+                else:
+                    r = (a * b) >> n if mode == "hi" else a * b
+                    dt = ty[0] + str(2 * n) if mode == "wide" else ty
+                if op in ("mad", "mad24"):
+                    r += iv(2, dt)
+            elif op in ("div", "rem"):
+                if b == 0:
+                    raise self._err(th, ins, "integer division by zero")
+                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+                r = q if op == "div" else a - q * b
+            elif op in ("add", "sub", "min", "max", "and", "or", "xor"):
+                r = {"add": a + b, "sub": a - b, "min": min(a, b), "max": max(a, b), "and": a & b, "or": a | b,
+                     "xor": a ^ b}[op]
+            elif op == "shl":
+                r = (a << b) if b < n else 0
+            elif op == "shr":
+                r = a >> min(b, n) if _signed(ty) else ((a & ((1 << n) - 1)) >> b if b < n else 0)
+            else:
+                raise Unsupported(f"{self.k.file}:{ins.line}: integer instruction `{ins.opcode}` in `{ins.text}`")
+        sat = "sat" in parts
+        if sat and (ty != "s32" or op not in ("add", "sub", "mad", "mad24") or op[:3] == "mad" and "hi" not in parts):
+            raise self._unsupported(ins, ".sat variant")
+        r = clamp(r, dt) if sat else _wrap(r, dt)
+        if ptrs:
+            if op == "sub" and ptrs == [0, 1] and raw[0].alloc == raw[1].alloc and raw[0].space == raw[1].space:
+                pass
+            elif not sat and (op == "add" and ptrs in ([0], [1]) or op == "sub" and ptrs == [0]
+                              or op == "mad" and ptrs == [2]):
+                r = Ptr(r, raw[ptrs[0]].alloc, raw[ptrs[0]].space)
+            else:
+                raise self._unsupported(ins, f"integer operation on an address of {raw[ptrs[0]].alloc[0]} "
+                                             "(layout-dependent)")
+        self.setreg(th, ops[0], r)
 
     def _mem(self, th, ins) -> None:
         parts, ops = ins.parts, ins.operands
@@ -1140,11 +1187,12 @@ class CTA:
         if not isinstance(m, Mem):
             raise self._err(th, ins, "expected a memory operand")
         if space == "param":
-            if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.param_values:
+            if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.param_values or m.offset:
                 raise self._err(th, ins, "bad parameter access")
-            self.setreg(th, dst, _wrap(self.param_values[m.base.name], ty))
+            v = self.param_values[m.base.name]
+            self.setreg(th, dst, self.keep(ins, v, _wrap(v, ty)))
             return
-        addr = self.address(th, m, ins)
+        addr = self.address(th, m, ins, space)
         if addr % width:
             raise self._err(th, ins, f"misaligned {width}-byte access at {addr:#x}")
         dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
@@ -1152,8 +1200,10 @@ class CTA:
             raise self._err(th, ins, f"vector width {vec} with {len(dsts)} operands")
         if ins.op in ("ld", "ldu"):
             for i, d in enumerate(dsts):
-                v = self.load(th, ins, space, addr + i * width, width, ty)
-                if isinstance(v, int) and not isinstance(v, bool) and ty not in FLOAT_TYPES:
+                v = self.load(th, ins, addr.at(i * width), width, ty)
+                if isinstance(v, Ptr):
+                    v = self.keep(ins, v, _wrap(v, ty))
+                elif isinstance(v, int) and not isinstance(v, bool) and ty not in FLOAT_TYPES:
                     v = _wrap(v, ty)
                 elif isinstance(v, int) and ty in FLOAT_TYPES:
                     v = float_of_bits(v, _bits(ty))
@@ -1166,9 +1216,11 @@ class CTA:
                     v = self.val(th, d, ins, ty)
                     if isinstance(v, bool):
                         raise self._err(th, ins, "store of a predicate")
-                    if isinstance(v, int):
+                    if isinstance(v, Ptr):
+                        v = self.keep(ins, v, _wrap(v, ty))
+                    elif isinstance(v, int):
                         v = _wrap(v, ty) if ty not in FLOAT_TYPES else float_of_bits(v, _bits(ty))
-                self.store(th, ins, space, addr + i * width, width, v)
+                self.store(th, ins, addr.at(i * width), width, v)
 
 
 # ----------------------------------------------------------------------------- fast paths
@@ -1218,6 +1270,8 @@ def _reader(o, float_ok: bool):
 
 
 def _compile(ins: Instr):  # noqa: C901
+    if "sat" in ins.parts or ins.op == "cvta":
+        return None
     if ins.op in ("ld", "st", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote", "setp", "selp",
                   "cvt", "cvta", "mov", "wmma", "mma", "ldmatrix", "membar", "fence", "ldu"):
         if ins.op != "mov" and ins.op != "cvta":
