@@ -13,3 +13,4 @@ import Composition.Clean
 import Composition.Chain
 import Confluence.TruePositives
 import Confluence.Homomorphism
+import Confluence.Counted
