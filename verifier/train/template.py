@@ -276,9 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     secs = time.perf_counter() - t0
-    if not res.ok:
-        print(f"REJECT {tc.name}{'+' + a.mutation if a.mutation else ''}: {res.reason} ({secs:.2f} s)")
-        return 1
+    if not res.ok:   # no program was run: not a refutation (docs/exit-codes.md)
+        print(f"UNKNOWN {tc.name}{'+' + a.mutation if a.mutation else ''}: {res.reason} ({secs:.2f} s)")
+        return 4
     if a.emit_cert:
         with open(a.emit_cert, "w") as f:
             json.dump(res.cert, f)
