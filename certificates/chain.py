@@ -23,6 +23,7 @@ import json
 from typing import Any, Iterable
 
 from . import approx, refinement, terms
+from .dtypes import bounds
 from .errors import Malformed, Rejected, field
 from .graph import Graph, Node, parse_graph
 from .limits import Limits
@@ -86,7 +87,8 @@ def integer_ranges(g: Graph) -> dict[str, tuple[int, int]]:
             out = (min(ins[1][0], ins[2][0]), max(ins[1][1], ins[2][1]))
         for t in n.outputs:
             if out and g.tensors[t].is_int and t not in rng:
-                rng[t] = out
+                lo, hi = bounds(g.tensors[t].dtype)  # beyond the dtype, values wrap: any of them
+                rng[t] = out if lo <= out[0] and out[1] <= hi + 1 else (lo, hi + 1)
     return rng
 
 

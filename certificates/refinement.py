@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from . import terms
+from .dtypes import bounds
 from .errors import LimitExceeded, Malformed, Unsupported
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
@@ -212,6 +213,8 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
             if free and t.range is None and t.dtype != "bool":
                 raise Unsupported(f"integer tensor '{n}' has free values but no declared range")
             lo, hi = t.range or (0, 2)
+            if free and not bounds(t.dtype)[0] <= lo < hi <= bounds(t.dtype)[1] + 1:
+                raise Unsupported(f"integer tensor '{n}' ranges over [{lo}, {hi}), beyond {t.dtype}")
             for a in free:
                 ranges.setdefault(a, range(lo, hi))
     names = sorted(ranges)
