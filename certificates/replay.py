@@ -71,6 +71,7 @@ def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefi
         if isinstance(s, dict) and isinstance(s.get("ptx"), str):
             out.append(f"{side} kernel '{s.get('entry')}' ptx sha256 {sha.get(s['ptx'], '?')[:12]} "
                        f"grid {s.get('grid')} block {s.get('block')}")
+    low |= {p.get("dtype") for p in claim.get("params") or [] if isinstance(p, dict)} & {"f16", "bf16"}
     if "cta" in claim:
         out.append(f"checked CTA(s): {claim['cta']}")
     for kind, block in sorted((claim.get("blocks") or {}).items()):

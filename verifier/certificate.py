@@ -5,11 +5,14 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 from typing import Any
 
 from certificates import FORMAT, VERSION
+from certificates.errors import CheckError, Rejected
 from certificates.limits import canonical_bytes
 from certificates.refinement import Relation
+from certificates.replay import ClaimResult, replay
 
 from . import __version__
 from .direct import Result
@@ -62,6 +65,18 @@ def per_operator_certificate(inf: Inference) -> dict[str, Any]:
 
 
 def write(cert: dict[str, Any], path: str) -> None:
-    with open(path, "w") as f:
+    """Write ``cert`` to ``path`` only if the checker accepts it: it is replayed from a temporary
+    file beside ``path`` first; a certificate the checker refuses raises ``Rejected`` and is not written."""
+    tmp = f"{path}.unchecked"
+    with open(tmp, "w") as f:
         json.dump(cert, f, indent=1)
         f.write("\n")
+    try:
+        bad = [r for r in replay(tmp) if not r.ok]
+    except CheckError as e:
+        bad = [ClaimResult("-", "-", False, str(e).replace(tmp, path))]
+    if bad:
+        os.unlink(tmp)
+        raise Rejected(f"{path}: not written: the checker refuses the certificate the engine made "
+                       f"(claim '{bad[0].claim}': {bad[0].detail})")
+    os.replace(tmp, path)

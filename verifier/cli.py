@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -232,7 +231,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             certified.append(pair_claim(name, pairs[name], base, report))
     if args.emit_cert:
         if certified:
-            Path(args.emit_cert).write_text(json.dumps(kernel_certificate(certified)))
+            from .certificate import write
+            write(kernel_certificate(certified), args.emit_cert)
             print(f"certificate: {len(certified)} equivalent pair(s) written to {args.emit_cert}")
         else:
             print("certificate: not written (no pair was proved equivalent)")

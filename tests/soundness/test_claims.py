@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import random
 
 import pytest
@@ -175,3 +176,97 @@ def test_whole_graph_and_per_operator_agree_on_random_integer_cases(tmp_path):
             assert _replay(certificate.whole_graph_certificate(whole), tmp_path) == 0
         seen.add((whole.verified, per_op.verified))
     assert {(True, True), (False, False)} <= seen   # the generator makes both kinds
+
+
+def test_verify_never_writes_a_certificate_its_checker_refuses(tmp_path, capsys):
+    """The engine relates a float spec tensor to an int32 impl tensor (equal values): the checker
+    refuses such a relation ("mixes integer and real tensors"), so verify must not write it."""
+    from verifier.cli import main
+
+    s = GraphBuilder("spec")
+    s.input("ids", [3], "index", dtype="int64", range=(0, 4))
+    s.input("W", [3], "parameter")
+    s.node("aten._to_copy.default", ["ids"], "f", out_dtype="float32", dtype="float32")
+    s.node("aten.mul.Tensor", ["f", "W"], "Y")
+    s.output("Y")
+    g = GraphBuilder("impl")
+    g.input("ids@r0", [3], "index", dtype="int64", range=(0, 4))
+    g.input("w@r0", [3], "parameter")
+    g.node("aten._to_copy.default", ["ids@r0"], "i2@r0", out_dtype="int32", dtype="int32")
+    g.node("aten._to_copy.default", ["i2@r0"], "f2@r0", out_dtype="float32", dtype="float32")
+    g.node("aten.mul.Tensor", ["f2@r0", "w@r0"], "y@r0")
+    g.output("y@r0")
+    (tmp_path / "spec.json").write_text(json.dumps(s.build()))
+    (tmp_path / "impl.json").write_text(json.dumps(g.build()))
+    case = tmp_path / "case.json"
+    case.write_text(json.dumps({"format": "pvcert-case", "version": 1, "name": "mix", "spec": "spec.json",
+                                "impl": "impl.json", "input_relation": {"ids": ["ids@r0"], "W": ["w@r0"]},
+                                "expect": {"Y": ["y@r0"]}}))
+    out = tmp_path / "cert.json"
+    code = main(["verify", str(case), "--emit-cert", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0 and "not written" in err and not out.exists(), err
+    assert not (tmp_path / "cert.json.unchecked").exists()
+    assert main(["verify", str(case), "--engine", "whole-graph", "--emit-cert", str(out)]) == 0
+    assert _replay(json.loads(out.read_text()), tmp_path) == 0   # the control: whole-graph evidence
+
+
+def _tp_mlp(tmp_path, spec_name: str, clone: bool) -> str:
+    """tp_mlp's case, with its spec file or a different spec also named ``mlp`` (an extra copy)."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tp_mlp")
+    spec = json.load(open(os.path.join(root, "spec.json")))
+    if clone:
+        spec["tensors"]["Y0"] = dict(spec["tensors"]["Y"])
+        spec["nodes"][-1]["outputs"] = ["Y0"]
+        spec["nodes"].append({"name": "n3", "target": "aten.clone.default", "inputs": ["Y0"],
+                              "outputs": ["Y"], "attrs": {}, "rank": 0})
+    (tmp_path / spec_name).write_text(json.dumps(spec))
+    case = json.load(open(os.path.join(root, "case.json")))
+    case.update(spec=spec_name, impl=os.path.abspath(os.path.join(root, case["impl"])))
+    path = tmp_path / f"case_{spec_name}"
+    path.write_text(json.dumps(case))
+    return str(path)
+
+
+def test_replay_shows_the_claim_and_checks_the_spec(tmp_path, capsys):
+    """A certificate pairing the real tp_mlp impl with another spec named 'mlp' looks different
+    (the spec digest), and ``--spec`` / ``--spec-sha256`` with the auditor's spec REJECT it."""
+    from verifier.cli import main
+
+    real = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tp_mlp", "spec.json")
+    shown = {}
+    for name, clone in (("spec.json", False), ("other.json", True)):
+        cert = str(tmp_path / f"{name}.cert")
+        assert main(["verify", _tp_mlp(tmp_path, name, clone), "--emit-cert", cert]) == 0
+        capsys.readouterr()
+        assert main(["replay", cert]) == 0
+        shown[name] = capsys.readouterr().out
+        assert "spec 'mlp' sha256" in shown[name] and "input_relation sha256" in shown[name], shown[name]
+        assert "values over the reals" in shown[name]
+    spec_line = {n: next(x for x in out.splitlines() if "spec 'mlp'" in x) for n, out in shown.items()}
+    assert spec_line["spec.json"] != spec_line["other.json"]
+    digest = hashlib.sha256(canonical_bytes(json.load(open(real)))).hexdigest()
+    assert digest[:12] in spec_line["spec.json"]
+    for flag in (["--spec", real], ["--spec-sha256", digest]):
+        assert main(["replay", str(tmp_path / "spec.json.cert"), *flag]) == 0
+        assert main(["replay", str(tmp_path / "other.json.cert"), *flag]) == 1
+        assert "certifies another spec" in capsys.readouterr().out
+
+
+def test_replay_says_when_low_precision_rounding_is_not_modelled(tmp_path, capsys):
+    from verifier.cli import main
+
+    path = _tp_mlp(tmp_path, "spec.json", False)
+    case = json.load(open(path))
+    for side in ("spec", "impl"):
+        src = case[side] if os.path.isabs(case[side]) else str(tmp_path / case[side])
+        g = json.load(open(src))
+        for t in g["tensors"].values():
+            t["dtype"] = "bfloat16"
+        (tmp_path / f"bf16_{side}.json").write_text(json.dumps(g))
+        case[side] = f"bf16_{side}.json"
+    (tmp_path / "bf16.json").write_text(json.dumps(case))
+    assert main(["verify", str(tmp_path / "bf16.json"), "--emit-cert", str(tmp_path / "c.json")]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "c.json")]) == 0
+    assert "values over the reals; bfloat16 rounding not modelled" in capsys.readouterr().out
