@@ -2,5 +2,6 @@
 import Pvcert.Vec
 import Pvcert.ShapeReduction.SIMD
 import Pvcert.ShapeReduction.Reduction
+import Pvcert.ShapeReduction.MapAxis
 import Pvcert.Composition.Clean
 import Pvcert.Composition.Chain
