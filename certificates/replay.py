@@ -51,22 +51,28 @@ def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefi
             dtypes = {t.get("dtype") for t in g.get("tensors", {}).values() if isinstance(t, dict)}
             low |= dtypes & {"float16", "bfloat16"}
             out.append(f"{side} '{g.get('name')}' sha256 {sha.get(aid, '?')[:12]}")
-            ranges = [f"{n} in {g['tensors'][n]['range']}" for n in g.get("inputs", [])
-                      if isinstance(g.get("tensors", {}).get(n), dict) and "range" in g["tensors"][n]]
+            ranges = [f"{n} in [{lo}, {hi})" for n in g.get("inputs", []) for lo, hi in
+                      [g["tensors"][n].get("range") or (None, None)] if lo is not None and side == "spec"]
             if ranges:
-                out.append(f"{side} ranges: {', '.join(ranges[:6])}{' ...' if len(ranges) > 6 else ''}")
+                out.append(f"integer ranges (of the spec, carried to the impl): {', '.join(ranges[:6])}"
+                           f"{' ...' if len(ranges) > 6 else ''}")
     for key in ("input_relation", "output_relation"):
         rel = claim.get(key)
         if isinstance(rel, dict):
-            first = "; ".join(f"{k} = {' = '.join(map(str, v)) if isinstance(v, list) else v}"
+            first = "; ".join(f"{k} = {v[0] if isinstance(v, list) and v else v}"
+                              f"{f' (+{len(v) - 1} more)' if isinstance(v, list) and len(v) > 1 else ''}"
                               for k, v in list(rel.items())[:3])
             out.append(f"{key} sha256 {_short(rel)} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
     for key in ("approximations", "assumptions"):
         if claim.get(key):
             out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:300]}")
     classes = evidence.get("reduction", {}).get("classes") if isinstance(evidence.get("reduction"), dict) else None
-    if classes:
-        out.append(f"reduced sizes (checked at, claimed at full size): {json.dumps(classes)[:300]}")
+    if isinstance(classes, list) and classes:
+        sizes = [f"{c.get('full')} -> {c.get('full') // c.get('divisor')} on {len(c.get('axes') or [])} axes "
+                 f"({', '.join(f'{t}[{a}]' for _, t, a in (c.get('axes') or [])[:2])})" for c in classes[:4]
+                 if isinstance(c, dict) and isinstance(c.get("full"), int) and isinstance(c.get("divisor"), int)]
+        out.append(f"checked at reduced sizes (the claim is at full size): {'; '.join(sizes)}"
+                   f"{' ...' if len(classes) > 4 else ''}")
     for side, s in sorted(claim.items()):
         if isinstance(s, dict) and isinstance(s.get("ptx"), str):
             out.append(f"{side} kernel '{s.get('entry')}' ptx sha256 {sha.get(s['ptx'], '?')[:12]} "
