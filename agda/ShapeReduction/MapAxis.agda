@@ -13,10 +13,14 @@
 -- function, the same at every size: it depends on i only through the
 -- region of i.  Then agreement at a reduced size in which every region
 -- still occurs gives agreement at the full size (`map-reduction`).
--- Composition and fan-out keep the property, so a whole cone of
--- operators, as the checker cuts it, is map-axis when each operator is
--- (`cone-map`, `cone-reduction`).  Summed axes are not covered
--- (`summed-not-covered`).
+-- Composition and fan-out keep the property (`map-compose`,
+-- `map-pair`).  Section 4 states it in the checker's coordinates
+-- (each tensor's own regions, element = region and offset): a whole
+-- cone of operators, as the checker cuts it, is map-axis when each
+-- operator is (`cone-map`), and reduces (`cone-reduction`).  Summed
+-- axes are not covered (`summed-not-covered`).  Several axes: apply the
+-- theorem one axis at a time (the other axes are part of V, at any
+-- size).
 ------------------------------------------------------------------------
 module ShapeReduction.MapAxis where
 
@@ -184,28 +188,43 @@ regions-cover : ∀ {r} (ls ls' : Vec ℕ r) →
 regions-cover ls ls' ne i = regionOf-hits ls' (regionOf ls i) (ne _ (regionOf-nonempty ls i))
 
 ------------------------------------------------------------------------
--- 4. Cones: a list of operators in topological order (a DAG with fan-out
--- and fan-in), each map-axis along the axis, is map-axis as a whole.
--- The cone holds the spec side, the impl side and the relations'
--- expressions, with distinct names; V holds one slice of any tensor.
+-- 4. Cones, in the checker's coordinates.  Each tensor's axis is cut
+-- into its own regions (at most r of them: its shard pieces, slices,
+-- pads); an element is (region k, offset t within k), and an operator
+-- computes region k of its output at offset t from the SAME offset t of
+-- its inputs' regions, by a function of k that does not depend on the
+-- size.  This covers the one-region-map form of sections 1-2 and also
+-- local frames: a slice or a concat piece reads another region of its
+-- input, a sum of two shards reads one region of each.  A list of such
+-- operators in topological order (fan-out and fan-in: a DAG) holds the
+-- spec side, the impl side and the relations' expressions, with
+-- distinct names; V holds one slice of any tensor (its other axes).
+--
+-- Tensors are total (every region, every offset).  The checker's
+-- tensors are their in-range part; the two readings agree because a
+-- checked operator reads region k' at offset t only where t is in
+-- range for k' (regions read together are tied: equal lengths at both
+-- sizes).
 
 module Cone (V : Set) (r : ℕ) where
-  open import Data.Nat using (_≟_)
+  open import Data.Nat using (_≟_; _<_)
+  open import Data.Nat.Properties using (≤-trans)
+  open import Data.Vec using (tabulate)
+  open import Data.Vec.Properties using (tabulate-cong; lookup∘tabulate)
 
   Name = ℕ
-  Tensor : ℕ → Set
-  Tensor n = Fin n → V
-  Env : ℕ → Set
-  Env n = Name → Tensor n
-  Col = Name → V                    -- one index of every tensor
+  Tensor = Fin r → ℕ → V            -- region, offset
+  Env = Name → Tensor
+  Col = Name → Vec V r              -- one offset of every region of every tensor
+  Lengths = Name → Fin r → ℕ        -- every region's length, at one size
 
   record Op : Set where
     field
-      out : Name
-      ins : List Name
-      fn  : ∀ {n} → (Fin n → Fin r) → List (Tensor n) → Tensor n   -- at every size
-      φ   : Fin r → List V → V                                     -- per region
-      is-map : ∀ {n} (reg : Fin n → Fin r) xs i → fn reg xs i ≡ φ (reg i) (map (λ x → x i) xs)
+      out    : Name
+      ins    : List Name
+      fn     : Lengths → List Tensor → Tensor       -- the checker's semantics, at every size
+      φ      : Fin r → List (Vec V r) → V           -- per output region, on one offset
+      is-map : ∀ len xs k t → fn len xs k t ≡ φ k (map (λ x → tabulate (λ k' → x k' t)) xs)
   open Op
 
   upd : ∀ {T : Set} → (Name → T) → Name → T → Name → T
@@ -213,63 +232,67 @@ module Cone (V : Set) (r : ℕ) where
   ... | yes _ = v
   ... | no  _ = ρ m
 
-  col : ∀ {n} → Env n → Fin n → Col
-  col ρ i m = ρ m i
+  col : Env → ℕ → Col
+  col ρ t m = tabulate (λ k → ρ m k t)
 
-  -- whole tensors, at size n
-  exec : ∀ {n} → (Fin n → Fin r) → Op → Env n → Env n
-  exec reg o ρ = upd ρ (out o) (fn o reg (map ρ (ins o)))
+  -- whole tensors, at one size
+  exec : Lengths → Op → Env → Env
+  exec len o ρ = upd ρ (out o) (fn o len (map ρ (ins o)))
 
-  run : ∀ {n} → (Fin n → Fin r) → List Op → Env n → Env n
-  run reg []       ρ = ρ
-  run reg (o ∷ os) ρ = run reg os (exec reg o ρ)
+  run : Lengths → List Op → Env → Env
+  run len []       ρ = ρ
+  run len (o ∷ os) ρ = run len os (exec len o ρ)
 
-  -- one index, in region k
-  execC : Fin r → Op → Col → Col
-  execC k o c = upd c (out o) (φ o k (map c (ins o)))
+  -- one offset, every region
+  execC : Op → Col → Col
+  execC o c = upd c (out o) (tabulate (λ k → φ o k (map c (ins o))))
 
-  runC : Fin r → List Op → Col → Col
-  runC k []       c = c
-  runC k (o ∷ os) c = runC k os (execC k o c)
+  runC : List Op → Col → Col
+  runC []       c = c
+  runC (o ∷ os) c = runC os (execC o c)
 
-  runC-cong : ∀ k os {c c' : Col} → (∀ m → c m ≡ c' m) → ∀ m → runC k os c m ≡ runC k os c' m
-  runC-cong k []       e = e
-  runC-cong k (o ∷ os) {c} {c'} e = runC-cong k os step
+  runC-cong : ∀ os {c c' : Col} → (∀ m → c m ≡ c' m) → ∀ m → runC os c m ≡ runC os c' m
+  runC-cong []       e = e
+  runC-cong (o ∷ os) {c} {c'} e = runC-cong os step
     where
-    step : ∀ m → execC k o c m ≡ execC k o c' m
+    step : ∀ m → execC o c m ≡ execC o c' m
     step m with m ≟ out o
-    ... | yes _ = cong (φ o k) (map-cong e (ins o))
+    ... | yes _ = cong (λ z → tabulate (λ k → φ o k z)) (map-cong e (ins o))
     ... | no  _ = e m
 
-  col-exec : ∀ {n} (reg : Fin n → Fin r) o (ρ : Env n) i m →
-             col (exec reg o ρ) i m ≡ execC (reg i) o (col ρ i) m
-  col-exec reg o ρ i m with m ≟ out o
-  ... | yes _ = trans (is-map o reg (map ρ (ins o)) i)
-                      (cong (φ o (reg i)) (sym (map-∘ (ins o))))
+  col-exec : ∀ len o ρ t m → col (exec len o ρ) t m ≡ execC o (col ρ t) m
+  col-exec len o ρ t m with m ≟ out o
+  ... | yes _ = tabulate-cong λ k → trans (is-map o len (map ρ (ins o)) k t)
+                                          (cong (φ o k) (sym (map-∘ (ins o))))
   ... | no  _ = refl
 
-  -- every tensor of the cone, at every index, is the per-region run of
-  -- the cone on that index
-  cone-map : ∀ os {n} (reg : Fin n → Fin r) (ρ : Env n) m i →
-             run reg os ρ m i ≡ runC (reg i) os (col ρ i) m
-  cone-map []       reg ρ m i = refl
-  cone-map (o ∷ os) reg ρ m i =
-    trans (cone-map os reg (exec reg o ρ) m i) (runC-cong (reg i) os (col-exec reg o ρ i) m)
+  -- every element of every tensor of the cone is the per-offset run of
+  -- the cone on that offset
+  cone-map : ∀ os len ρ m k t → run len os ρ m k t ≡ lookup (runC os (col ρ t) m) k
+  cone-map []       len ρ m k t = sym (lookup∘tabulate (λ k → ρ m k t) k)
+  cone-map (o ∷ os) len ρ m k t =
+    trans (cone-map os len (exec len o ρ) m k t)
+          (cong (λ v → lookup v k) (runC-cong os (col-exec len o ρ t) m))
 
-  cone-is-map : ∀ os (a : Name) → IsMap {r} {Col} {V} (λ reg x i → run reg os (λ m j → x j m) a i)
-  cone-is-map os a = (λ k c → runC k os c a) , λ reg x i → cone-map os reg (λ m j → x j m) a i
-
-  -- The obligation "tensor a equals tensor b" of a map-axis cone, under
-  -- an assumption P checked index by index, holds at the full size if it
-  -- holds at a reduced size with the same regions.
+  -- The obligation "tensor a equals tensor b" (a, b: the same regions),
+  -- under an assumption P on each offset (the input relations), holds at
+  -- the full lengths if it holds at reduced lengths in which every
+  -- non-empty region of a is still non-empty.
   cone-reduction :
-    ∀ os (a b : Name) (P : Fin r → Col → Set) {n n'} (reg : Fin n → Fin r) (reg' : Fin n' → Fin r) →
-    Covers reg' reg → Covers reg reg' →
-    (∀ (ρ' : Env n') → (∀ j → P (reg' j) (col ρ' j)) → ∀ j → run reg' os ρ' a j ≡ run reg' os ρ' b j) →
-    ∀ (ρ : Env n) → (∀ i → P (reg i) (col ρ i)) → ∀ i → run reg os ρ a i ≡ run reg os ρ b i
-  cone-reduction os a b P reg reg' cov back small ρ hρ =
-    map-reduction P (cone-is-map os a) (cone-is-map os b) reg reg' cov back
-      (λ x' hx' → small (λ m j → x' j m) hx') (λ j m → ρ m j) hρ
+    ∀ os (a b : Name) (P : Col → Set) (len len' : Lengths) →
+    (∀ k → 1 ≤ len a k → 1 ≤ len' a k) →
+    (∀ ρ' → (∀ s → P (col ρ' s)) → ∀ k s → s < len' a k → run len' os ρ' a k s ≡ run len' os ρ' b k s) →
+    ∀ ρ → (∀ t → P (col ρ t)) → ∀ k t → t < len a k → run len os ρ a k t ≡ run len os ρ b k t
+  cone-reduction os a b P len len' ne small ρ hρ k t lt =
+    let ρ' = λ m k s → ρ m k t      -- every offset of the reduced input is offset t
+    in begin
+      run len os ρ a k t            ≡⟨ cone-map os len ρ a k t ⟩
+      lookup (runC os (col ρ t) a) k ≡⟨ sym (cone-map os len' ρ' a k 0) ⟩
+      run len' os ρ' a k 0          ≡⟨ small ρ' (λ _ → hρ t) k 0 (ne k (≤-trans (s≤s z≤n) lt)) ⟩
+      run len' os ρ' b k 0          ≡⟨ cone-map os len' ρ' b k 0 ⟩
+      lookup (runC os (col ρ t) b) k ≡⟨ sym (cone-map os len ρ b k t) ⟩
+      run len os ρ b k t            ∎
+    where open ≡-Reasoning
 
 ------------------------------------------------------------------------
 -- 5. Summed axes are not covered: two sums of element-wise powers (the
