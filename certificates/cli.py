@@ -95,9 +95,10 @@ def _run_child(args: argparse.Namespace) -> dict:
             os.waitpid(pid, 0)
             return {"code": LIMIT, "line": f"LIMIT: {args.certificate}: time limit of {args.timeout:g} s reached"}
     _, status = os.waitpid(pid, 0)
-    if chunks:
+    try:
         return json.loads(b"".join(chunks))
-    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    except ValueError:   # no result, or a cut one
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     return {"code": LIMIT if sig == signal.SIGKILL else MALFORMED,
             "line": f"{'LIMIT' if sig == signal.SIGKILL else 'MALFORMED'}: {args.certificate}: the checker "
                     f"process ended without a result (status {status}; killed for memory?)"}
