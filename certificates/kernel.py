@@ -83,8 +83,7 @@ class Ptr(int):
         return Ptr(int(self) + off, self.alloc, self.space)
 
 
-IROUND = {"rni": lambda q: round(q), "rzi": lambda q: int(q), "rmi": lambda q: q.__floor__(),
-          "rpi": lambda q: q.__ceil__()}
+IROUND = {"rni": round, "rzi": int, "rmi": math.floor, "rpi": math.ceil}   # of a Fraction; rni: ties to even
 BARRIERS = {"bar.sync", "bar.cta.sync", "barrier.sync", "barrier.sync.aligned", "barrier.cta.sync",
             "barrier.cta.sync.aligned"}
 
@@ -103,7 +102,7 @@ def clamp(v: int, t: str) -> int:
 def float_to_int(c: Fraction, mode: str, t: str) -> int:
     """``cvt.{rni,rzi,rmi,rpi}.t.fXX`` of the exact value ``c``: rounded (``rni`` to nearest
     even) and clamped to ``t``'s range, as the ISA does for every float-to-integer ``cvt``."""
-    return clamp(IROUND[mode](c), t)
+    return clamp(int(IROUND[mode](Fraction(int(c.numerator), int(c.denominator)))), t)
 
 
 def mul24(a: int, b: int, t: str, hi: bool) -> int:
@@ -507,7 +506,7 @@ class Replay:
                                        else "cvt to an integer without a rounding mode")
             if dt not in FLOATS:
                 return self.put(o[0], th, float_to_int(c, mode, dt))
-            v = Rat.of(IROUND[mode](c))
+            v = Rat.of(float_to_int(c, mode, "s4096"))
         self.put(o[0], th, self.saturate(ins, v) if sat else v)
 
     def setp(self, th: Th, ins: Instr, p: list, o: list) -> None:

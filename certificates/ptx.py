@@ -486,7 +486,7 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     for key in (".".join(opcode.split(".")[:2]), base):
         if key in UNSUPPORTED:
             raise ctx.unsupported(f"unsupported PTX instruction `{opcode}` ({UNSUPPORTED[key]})")
-    if base not in SUPPORTED:
+    if base not in SUPPORTED or base in ("bar", "barrier") and {"red", "arrive"} & set(opcode.split(".")):
         raise ctx.unsupported(f"unsupported PTX instruction `{opcode}`")
     operands = [_operand(tok, ctx) for tok in _split_top(rest)] if rest.strip() else []
     return Instr(opcode, operands, guard, ctx.line, ctx.text, index)

@@ -1000,7 +1000,7 @@ class CTA:
                                         else "cvt to an integer without a rounding mode")
             if dt not in FLOAT_TYPES:
                 return self.setreg(th, ops[0], float_to_int(c, mode, dt))
-            v = Rat.of(IROUND[mode](c))
+            v = Rat.of(float_to_int(c, mode, "s4096"))
         self.setreg(th, ops[0], self._saturate(ins, v) if sat else v)
 
     def _saturate(self, ins, r: Rat) -> Rat:
@@ -1315,6 +1315,8 @@ def _compile(ins: Instr):  # noqa: C901
         return f
     if ty in FLOAT_TYPES or ty == "pred" or ty not in _INT_TYPES:
         return None
+    if op in ("add", "sub") and len(ops) == 3 and all(isinstance(o, (Reg, Imm)) for o in ops[1:]):
+        return _address_add(dst, op, ops[1], ops[2], ty)
     rds = [_reader(o, False) for o in ops[1:]]
     if any(r is None for r in rds):
         return None
@@ -1368,6 +1370,33 @@ def _compile(ins: Instr):  # noqa: C901
 
     def f(regs):
         regs[dst] = _wrap(g(regs), wt)
+    return f
+
+
+def _address_add(dst: str, op: str, x, y, ty: str):
+    """``add``/``sub`` of integers, or of a pointer and an integer (``_int``'s provenance rule)."""
+    def reader(o):
+        if isinstance(o, Imm):
+            c = o.value
+            return lambda regs: c
+        name = o.name
+        return lambda regs: regs.get(name)
+    ra, rb, sub = reader(x), reader(y), op == "sub"
+
+    def f(regs):
+        a, b = ra(regs), rb(regs)
+        ta, tb = type(a), type(b)
+        if tb is not int or (ta is not int and ta is not Ptr):
+            if tb is Ptr and ta is int and not sub:
+                regs[dst] = Ptr(_wrap(_wrap(a, ty) + b, ty), b.alloc, b.space)
+                return
+            raise _FB
+        b = _wrap(b, ty)
+        if ta is Ptr:
+            regs[dst] = Ptr(_wrap(int(a) - b if sub else int(a) + b, ty), a.alloc, a.space)
+        else:
+            a = _wrap(a, ty)
+            regs[dst] = _wrap(a - b if sub else a + b, ty)
     return f
 
 
