@@ -8,7 +8,11 @@ rest of the tensor and the other inputs).  The axis is cut into r regions;
 computes output element i from input element i by one per-region function,
 the same at every size.
 -/
+import Pvcert.Vec
+
 namespace Pvcert.ShapeReduction.MapAxis
+
+open Pvcert
 
 /-! ## 1. Map-axis functions -/
 
@@ -179,16 +183,16 @@ theorem regions_cover (ls ls' : List Nat) (ne : ∀ k, 1 ≤ lenAt ls k → 1 �
     ∀ i, i < total ls → ∃ j, j < total ls' ∧ regionOf ls' j = regionOf ls i :=
   fun i h => regionOf_hits ls' (regionOf ls i) (ne _ (regionOf_nonempty ls i h))
 
-/-! ## 4. Cones: lists of map-axis operators in topological order -/
+/-! ## 4. Cones, in the checker's coordinates: element = (region, offset) -/
 
-/-- Agda: `Cone.Op` (names are natural numbers, as in the Agda) -/
+/-- Agda: `Cone.Op` (regions are `Idx r`, names natural numbers, lengths `Nat → Idx r → Nat`) -/
 structure Op (V : Type) (r : Nat) where
   out : Nat
   ins : List Nat
-  fn : (n : Nat) → (Fin n → Fin r) → List (Fin n → V) → Fin n → V
-  φ : Fin r → List V → V
-  is_map : ∀ (n : Nat) (reg : Fin n → Fin r) (xs : List (Fin n → V)) (i : Fin n),
-    fn n reg xs i = φ (reg i) (xs.map (fun x => x i))
+  fn : (Nat → Idx r → Nat) → List (Idx r → Nat → V) → Idx r → Nat → V
+  φ : Idx r → List (Vec V r) → V
+  is_map : ∀ (len : Nat → Idx r → Nat) (xs : List (Idx r → Nat → V)) (k : Idx r) (t : Nat),
+    fn len xs k t = φ k (xs.map (fun x => Vec.tabulate (fun k' => x k' t)))
 
 section Cone
 variable {V : Type} {r : Nat}
@@ -198,24 +202,26 @@ def upd {T : Type} (ρ : Nat → T) (a : Nat) (v : T) : Nat → T :=
   fun m => if m = a then v else ρ m
 
 /-- Agda: `Cone.col` -/
-def col {n : Nat} (ρ : Nat → Fin n → V) (i : Fin n) : Nat → V := fun m => ρ m i
+def col (ρ : Nat → Idx r → Nat → V) (t : Nat) : Nat → Vec V r :=
+  fun m => Vec.tabulate (fun k => ρ m k t)
 
 /-- Agda: `Cone.exec` -/
-def exec {n : Nat} (reg : Fin n → Fin r) (o : Op V r) (ρ : Nat → Fin n → V) : Nat → Fin n → V :=
-  upd ρ o.out (o.fn n reg (o.ins.map ρ))
+def exec (len : Nat → Idx r → Nat) (o : Op V r) (ρ : Nat → Idx r → Nat → V) : Nat → Idx r → Nat → V :=
+  upd ρ o.out (o.fn len (o.ins.map ρ))
 
 /-- Agda: `Cone.run` -/
-def run {n : Nat} (reg : Fin n → Fin r) : List (Op V r) → (Nat → Fin n → V) → Nat → Fin n → V
+def run (len : Nat → Idx r → Nat) : List (Op V r) → (Nat → Idx r → Nat → V) → Nat → Idx r → Nat → V
   | [], ρ => ρ
-  | o :: os, ρ => run reg os (exec reg o ρ)
+  | o :: os, ρ => run len os (exec len o ρ)
 
 /-- Agda: `Cone.execC` -/
-def execC (k : Fin r) (o : Op V r) (c : Nat → V) : Nat → V := upd c o.out (o.φ k (o.ins.map c))
+def execC (o : Op V r) (c : Nat → Vec V r) : Nat → Vec V r :=
+  upd c o.out (Vec.tabulate (fun k => o.φ k (o.ins.map c)))
 
 /-- Agda: `Cone.runC` -/
-def runC (k : Fin r) : List (Op V r) → (Nat → V) → Nat → V
+def runC : List (Op V r) → (Nat → Vec V r) → Nat → Vec V r
   | [], c => c
-  | o :: os, c => runC k os (execC k o c)
+  | o :: os, c => runC os (execC o c)
 
 /-- `map-cong` of agda-stdlib (no function extensionality) -/
 theorem map_congr' {α β : Type} {f g : α → β} (e : ∀ a, f a = g a) : ∀ l : List α, l.map f = l.map g
@@ -224,49 +230,56 @@ theorem map_congr' {α β : Type} {f g : α → β} (e : ∀ a, f a = g a) : ∀
     show f a :: l.map f = g a :: l.map g
     rw [e a, map_congr' e l]
 
+/-- `tabulate-cong` of agda-stdlib -/
+theorem tabulate_congr {α : Type} {n : Nat} {f g : Idx n → α} (h : ∀ i, f i = g i) :
+    Vec.tabulate f = Vec.tabulate g :=
+  Vec.ext _ _ (fun i => (Vec.get_tabulate f i).trans ((h i).trans (Vec.get_tabulate g i).symm))
+
 /-- Agda: `Cone.runC-cong` -/
-theorem runC_cong (k : Fin r) : ∀ (os : List (Op V r)) (c c' : Nat → V),
-    (∀ m, c m = c' m) → ∀ m, runC k os c m = runC k os c' m
+theorem runC_cong : ∀ (os : List (Op V r)) (c c' : Nat → Vec V r),
+    (∀ m, c m = c' m) → ∀ m, runC os c m = runC os c' m
   | [], _, _, e => e
-  | o :: os, c, c', e => runC_cong k os (execC k o c) (execC k o c') (fun m => by
-      show (if m = o.out then o.φ k (o.ins.map c) else c m) =
-           (if m = o.out then o.φ k (o.ins.map c') else c' m)
+  | o :: os, c, c', e => runC_cong os (execC o c) (execC o c') (fun m => by
+      show (if m = o.out then Vec.tabulate (fun k => o.φ k (o.ins.map c)) else c m) =
+           (if m = o.out then Vec.tabulate (fun k => o.φ k (o.ins.map c')) else c' m)
       by_cases h : m = o.out
       · rw [if_pos h, if_pos h, map_congr' e o.ins]
       · rw [if_neg h, if_neg h]
         exact e m)
 
 /-- Agda: `Cone.col-exec` -/
-theorem col_exec {n : Nat} (reg : Fin n → Fin r) (o : Op V r) (ρ : Nat → Fin n → V) (i : Fin n) (m : Nat) :
-    col (exec reg o ρ) i m = execC (reg i) o (col ρ i) m := by
-  show (if m = o.out then o.fn n reg (o.ins.map ρ) else ρ m) i =
-       (if m = o.out then o.φ (reg i) (o.ins.map (col ρ i)) else ρ m i)
+theorem col_exec (len : Nat → Idx r → Nat) (o : Op V r) (ρ : Nat → Idx r → Nat → V) (t m : Nat) :
+    col (exec len o ρ) t m = execC o (col ρ t) m := by
+  show Vec.tabulate (fun k => (if m = o.out then o.fn len (o.ins.map ρ) else ρ m) k t) =
+       (if m = o.out then Vec.tabulate (fun k => o.φ k (o.ins.map (col ρ t)))
+        else Vec.tabulate (fun k => ρ m k t))
   by_cases h : m = o.out
-  · rw [if_pos h, if_pos h, o.is_map n reg (o.ins.map ρ) i, List.map_map] <;> rfl
+  · rw [if_pos h, if_pos h]
+    exact tabulate_congr (fun k => by
+      show o.fn len (o.ins.map ρ) k t = o.φ k (o.ins.map (col ρ t))
+      rw [o.is_map len (o.ins.map ρ) k t, List.map_map] <;> rfl)
   · rw [if_neg h, if_neg h]
 
 /-- Agda: `Cone.cone-map` -/
-theorem cone_map (n : Nat) (reg : Fin n → Fin r) : ∀ (os : List (Op V r)) (ρ : Nat → Fin n → V)
-    (m : Nat) (i : Fin n), run reg os ρ m i = runC (reg i) os (col ρ i) m
-  | [], _, _, _ => rfl
-  | o :: os, ρ, m, i =>
-    (cone_map n reg os (exec reg o ρ) m i).trans
-      (runC_cong (reg i) os _ _ (col_exec reg o ρ i) m)
-
-/-- Agda: `Cone.cone-is-map` -/
-theorem cone_is_map (os : List (Op V r)) (a : Nat) :
-    IsMap (r := r) (A := Nat → V) (B := V) (fun n reg x i => run reg os (fun m j => x j m) a i) :=
-  ⟨fun k c => runC k os c a, fun n reg x i => cone_map n reg os (fun m j => x j m) a i⟩
+theorem cone_map (len : Nat → Idx r → Nat) : ∀ (os : List (Op V r)) (ρ : Nat → Idx r → Nat → V)
+    (m : Nat) (k : Idx r) (t : Nat), run len os ρ m k t = Vec.get (runC os (col ρ t) m) k
+  | [], ρ, m, k, t => (Vec.get_tabulate (fun k => ρ m k t) k).symm
+  | o :: os, ρ, m, k, t =>
+    (cone_map len os (exec len o ρ) m k t).trans
+      (congrArg (fun v => Vec.get v k) (runC_cong os _ _ (col_exec len o ρ t) m))
 
 /-- Agda: `Cone.cone-reduction` -/
-theorem cone_reduction (os : List (Op V r)) (a b : Nat) (P : Fin r → (Nat → V) → Prop) {n n' : Nat}
-    (reg : Fin n → Fin r) (reg' : Fin n' → Fin r) (cov : Covers reg' reg) (back : Covers reg reg')
-    (small : ∀ ρ' : Nat → Fin n' → V, (∀ j, P (reg' j) (col ρ' j)) →
-      ∀ j, run reg' os ρ' a j = run reg' os ρ' b j) :
-    ∀ ρ : Nat → Fin n → V, (∀ i, P (reg i) (col ρ i)) → ∀ i, run reg os ρ a i = run reg os ρ b i :=
-  fun ρ hρ i =>
-    map_reduction P (cone_is_map os a) (cone_is_map os b) reg reg' cov back
-      (fun x' hx' j => small (fun m j => x' j m) hx' j) (fun j m => ρ m j) hρ i
+theorem cone_reduction (os : List (Op V r)) (a b : Nat) (P : (Nat → Vec V r) → Prop)
+    (len len' : Nat → Idx r → Nat) (ne : ∀ k, 1 ≤ len a k → 1 ≤ len' a k)
+    (small : ∀ ρ' : Nat → Idx r → Nat → V, (∀ s, P (col ρ' s)) →
+      ∀ k s, s < len' a k → run len' os ρ' a k s = run len' os ρ' b k s) :
+    ∀ ρ : Nat → Idx r → Nat → V, (∀ t, P (col ρ t)) →
+      ∀ k t, t < len a k → run len os ρ a k t = run len os ρ b k t := by
+  intro ρ hρ k t lt
+  have h := small (fun m k _ => ρ m k t) (fun _ => hρ t) k 0 (ne k (by omega))
+  rw [cone_map len' os _ a k 0, cone_map len' os _ b k 0] at h
+  rw [cone_map len os ρ a k t, cone_map len os ρ b k t]
+  exact h
 
 end Cone
 
