@@ -437,6 +437,8 @@ class Replay:
     def address(self, th: Th, m: Mem, ins: Instr, space: str) -> Ptr:
         """``m`` for an access in ``space``: a pointer into one allocation, of the right space
         (a global address and a generic one into global memory are interchangeable)."""
+        if space not in ("generic", "global", "shared"):
+            raise self.unsupported(ins, f"access to .{space}")
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
             raise self.unsupported(ins, "address not derived from a parameter or a variable" if isinstance(v, int)

@@ -385,6 +385,8 @@ class CTA:
     def address(self, th, m: Mem, ins, space: str) -> Ptr:
         """``m`` for an access in ``space``: a pointer into one allocation (``certificates.kernel.Ptr``)
         of that space; a global address and a generic one into global memory are interchangeable."""
+        if space not in ("generic", "global", "shared"):
+            raise self._unsupported(ins, f"access to .{space}")
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
             raise self._unsupported(ins, "address not derived from a parameter or a variable"
@@ -500,7 +502,6 @@ class CTA:
             if t.role == "output":
                 return Rat.var(f"{t.name}@init[{i}]")
             return Rat.var(f"{t.name}[{i}]")
-        raise Unsupported(f"{self.k.file}:{ins.line}: load from .{space} in `{ins.text}`")
 
     def store(self, th, ins, addr: Ptr, width: int, value) -> None:
         space = self._bounds(th, ins, addr, width)
@@ -532,7 +533,6 @@ class CTA:
             self._record("global", addr, width, th, ins, True)
             self.gmem[addr] = (value, width)
             return
-        raise Unsupported(f"{self.k.file}:{ins.line}: store to .{space} in `{ins.text}`")
 
     # ------------------------------------------------------------------ run
 
