@@ -40,51 +40,46 @@ def _short(obj: Any) -> str:
     return hashlib.sha256(canonical_bytes(obj)).hexdigest()[:12]
 
 
-def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefix: str = "") -> list[str]:
-    """What a claim states, for the auditor: artifacts with their sha256, relations (digest, count,
-    first three), integer ranges, assumptions, reduced sizes, CTAs, and the value domain."""
-    out, low = [], set()
+def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefix: str = "",
+             low: set | None = None) -> list[str]:
+    """What an accepted claim states, for the auditor: artifacts with their sha256, relations
+    (digest, count, first three), integer ranges, assumptions, reduced sizes, CTAs, value domain."""
+    out, top, low = [], low is None, set() if low is None else low
     for side in ("spec", "impl"):
-        aid = claim.get(side)
-        if isinstance(aid, str) and aid in arts and isinstance(arts[aid][1], dict):
-            g = arts[aid][1]
-            dtypes = {t.get("dtype") for t in g.get("tensors", {}).values() if isinstance(t, dict)}
-            low |= dtypes & {"float16", "bfloat16"}
-            out.append(f"{side} '{g.get('name')}' sha256 {sha.get(aid, '?')[:12]}")
-            ranges = [f"{n} in [{lo}, {hi})" for n in g.get("inputs", []) for lo, hi in
-                      [g["tensors"][n].get("range") or (None, None)] if lo is not None and side == "spec"]
-            if ranges:
+        if isinstance(claim.get(side), str):
+            g = arts[claim[side]][1]
+            low |= {t["dtype"] for t in g["tensors"].values()} & {"float16", "bfloat16"}
+            out.append(f"{side} '{g['name']}' sha256 {sha[claim[side]][:12]}")
+            ranges = [f"{n} in [{g['tensors'][n]['range'][0]}, {g['tensors'][n]['range'][1]})"
+                      for n in g["inputs"] if "range" in g["tensors"][n]]
+            if ranges and side == "spec":
                 out.append(f"integer ranges (of the spec, carried to the impl): {', '.join(ranges[:6])}"
                            f"{' ...' if len(ranges) > 6 else ''}")
     for key in ("input_relation", "output_relation"):
-        rel = claim.get(key)
-        if isinstance(rel, dict):
-            first = "; ".join(f"{k} = {v[0] if isinstance(v, list) and v else v}"
-                              f"{f' (+{len(v) - 1} more)' if isinstance(v, list) and len(v) > 1 else ''}"
+        if isinstance(claim.get(key), dict):
+            rel = claim[key]
+            first = "; ".join(f"{k} = {v[0]}{f' (+{len(v) - 1} more)' if len(v) > 1 else ''}"
                               for k, v in list(rel.items())[:3])
             out.append(f"{key} sha256 {_short(rel)} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
     for key in ("approximations", "assumptions"):
         if claim.get(key):
             out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:300]}")
-    classes = evidence.get("reduction", {}).get("classes") if isinstance(evidence.get("reduction"), dict) else None
-    if isinstance(classes, list) and classes:
-        sizes = [f"{c.get('full')} -> {c.get('full') // c.get('divisor')} on {len(c.get('axes') or [])} axes "
-                 f"({', '.join(f'{t}[{a}]' for _, t, a in (c.get('axes') or [])[:2])})" for c in classes[:4]
-                 if isinstance(c, dict) and isinstance(c.get("full"), int) and isinstance(c.get("divisor"), int)]
+    classes = evidence.get("reduction", {}).get("classes") if evidence.get("method") == "staged" else None
+    if classes:
+        sizes = [f"{c['full']} -> {c['full'] // c['divisor']} on {len(c['axes'])} axes "
+                 f"({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})" for c in classes[:4]]
         out.append(f"checked at reduced sizes (the claim is at full size): {'; '.join(sizes)}"
                    f"{' ...' if len(classes) > 4 else ''}")
     for side, s in sorted(claim.items()):
         if isinstance(s, dict) and isinstance(s.get("ptx"), str):
-            out.append(f"{side} kernel '{s.get('entry')}' ptx sha256 {sha.get(s['ptx'], '?')[:12]} "
+            out.append(f"{side} kernel '{s.get('entry')}' ptx sha256 {sha[s['ptx']][:12]} "
                        f"grid {s.get('grid')} block {s.get('block')}")
-    low |= {p.get("dtype") for p in claim.get("params") or [] if isinstance(p, dict)} & {"f16", "bf16"}
+    low |= {p.get("dtype") for p in claim.get("params") or []} & {"f16", "bf16"}
     if "cta" in claim:
         out.append(f"checked CTA(s): {claim['cta']}")
     for kind, block in sorted((claim.get("blocks") or {}).items()):
-        if isinstance(block, dict):
-            ev = (evidence.get("blocks") or {}).get(kind)
-            out += describe(block, ev if isinstance(ev, dict) else {}, arts, sha, f"block {kind}: ")
-    if not prefix:
+        out += describe(block, evidence["blocks"][kind], arts, sha, f"block {kind}: ", low)
+    if top:
         out.append("values over the reals" + (f"; {'/'.join(sorted(low))} rounding not modelled" if low else ""))
     return [prefix + line for line in out]
 
@@ -189,7 +184,8 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
             results.append(ClaimResult(cid, kind, True, CLAIMS[kind](claim, ev, arts, where, limits)))
         except (Rejected, Unsupported) as e:
             results.append(ClaimResult(cid, kind, False, str(e)))
-        results[-1].shown = describe(claim, ev, arts, sha)
+        if results[-1].ok:
+            results[-1].shown = describe(claim, ev, arts, sha)
     if spec is not None:
         results.append(_spec_matches(claims, arts, sha, spec))
     return results
