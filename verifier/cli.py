@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 from certificates import approx, cli as checker_cli
 from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
@@ -277,6 +280,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pvcert", description="Proof-carrying verifier for distributed "
                                 "deep learning and GPU kernels.")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="verify a case and optionally emit a certificate")
     v.add_argument("case", help="case file (.json, or .py captured from PyTorch)")
@@ -319,7 +323,47 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+PIPE_CLOSED = 141   # standard output closed early (``pvcert ops | head``), as a shell reports SIGPIPE
+
+
+class _Version(argparse.Action):
+    """``--version``: print ``version()`` and exit."""
+
+    def __init__(self, option_strings, dest, **kw) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version (and git commit) and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(version())
+        parser.exit()
+
+
+def version() -> str:
+    """pvcert's version, with the git commit when it runs from a checkout."""
+    from . import __version__
+
+    root, commit = Path(__file__).resolve().parents[1], ""
+    if (root / ".git").exists():
+        try:
+            r = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                               text=True, timeout=5)
+            commit = r.stdout.strip() if r.returncode == 0 else ""
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return f"pvcert {__version__}" + (f" (git {commit})" if commit else "")
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:   # the reader left: stop quietly, claiming nothing
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        except (OSError, ValueError):
+            pass
+        return PIPE_CLOSED
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     if args.command == "replay":
         return args.run(args)
@@ -336,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"pvcert {args.command}: interrupted", file=sys.stderr)
         return LIMIT
+    except BrokenPipeError:
+        raise
     except Exception as e:
         if args.debug:
             raise

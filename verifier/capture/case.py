@@ -9,7 +9,9 @@ values, checked exactly like a JSON case. Every problem raises ``Malformed(path,
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
@@ -126,8 +128,6 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
 
     where = where or c.name
     kw = dict(backward=c.backward, loss=c.loss, output_names=c.output_names, **c.options)
-    import contextlib
-
     try:
         with (c.context() if c.context is not None else contextlib.nullcontext()):
             torch.manual_seed(c.seed)
@@ -172,8 +172,22 @@ def load_case(path: str) -> Case:
         raise Malformed(path, "a Python case is captured from PyTorch: install torch==2.13.0 "
                               "(docs/capture.md)") from None
     c = declared(path)
-    if isinstance(c, CaptureCase):
-        return capture_case(c, where=path)
-    from verifier.train.plan import plan_case
+    with quiet_torch_logs():
+        if isinstance(c, CaptureCase):
+            return capture_case(c, where=path)
+        from verifier.train.plan import plan_case
 
-    return plan_case(c).case
+        return plan_case(c).case
+
+
+@contextlib.contextmanager
+def quiet_torch_logs():
+    """Torch's own logs off while capturing (its fake-tensor logger prints a traceback for a
+    failing meta kernel): a capture failure is pvcert's one line."""
+    log = logging.getLogger("torch")
+    was = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(was)
