@@ -171,8 +171,9 @@ class _Pending:
             self.land()
         return True
 
-    def is_completed(self):
-        return self.done
+    def is_completed(self):   # polling would never end under capture: only wait() lands the result
+        raise CaptureError(f"{_user_line()}: is_completed() of an async collective is not supported by "
+                           "capture; call wait()")
 
     def get_future(self):
         raise CaptureError(f"{_user_line()}: get_future() of an async collective is not supported by capture")
