@@ -274,21 +274,28 @@ module Cone (V : Set) (r : ℕ) where
     trans (cone-map os len (exec len o ρ) m k t)
           (cong (λ v → lookup v k) (runC-cong os (col-exec len o ρ t) m))
 
+  -- an environment constant along the axis (a tensor without the axis,
+  -- e.g. a broadcast operand or a parameter, is one)
+  flat : (Name → Fin r → V) → Env
+  flat c m k _ = c m k
+
   -- The obligation "tensor a equals tensor b" (a, b: the same regions),
   -- under an assumption P on each offset (the input relations), holds at
   -- the full lengths if it holds at reduced lengths in which every
-  -- non-empty region of a is still non-empty.
+  -- non-empty region of a is still non-empty.  The reduced hypothesis is
+  -- needed only for environments constant along the axis, so it follows
+  -- from the checker's reduced check whether or not a tensor has the axis.
   cone-reduction :
     ∀ os (a b : Name) (P : Col → Set) (len len' : Lengths) →
     (∀ k → 1 ≤ len a k → 1 ≤ len' a k) →
-    (∀ ρ' → (∀ s → P (col ρ' s)) → ∀ k s → s < len' a k → run len' os ρ' a k s ≡ run len' os ρ' b k s) →
+    (∀ c → P (col (flat c) 0) → ∀ k s → s < len' a k → run len' os (flat c) a k s ≡ run len' os (flat c) b k s) →
     ∀ ρ → (∀ t → P (col ρ t)) → ∀ k t → t < len a k → run len os ρ a k t ≡ run len os ρ b k t
   cone-reduction os a b P len len' ne small ρ hρ k t lt =
-    let ρ' = λ m k s → ρ m k t      -- every offset of the reduced input is offset t
+    let ρ' = flat (λ m k → ρ m k t)     -- every offset of the reduced input is offset t
     in begin
       run len os ρ a k t            ≡⟨ cone-map os len ρ a k t ⟩
       lookup (runC os (col ρ t) a) k ≡⟨ sym (cone-map os len' ρ' a k 0) ⟩
-      run len' os ρ' a k 0          ≡⟨ small ρ' (λ _ → hρ t) k 0 (ne k (≤-trans (s≤s z≤n) lt)) ⟩
+      run len' os ρ' a k 0          ≡⟨ small (λ m k → ρ m k t) (hρ t) k 0 (ne k (≤-trans (s≤s z≤n) lt)) ⟩
       run len' os ρ' b k 0          ≡⟨ cone-map os len' ρ' b k 0 ⟩
       lookup (runC os (col ρ t) b) k ≡⟨ sym (cone-map os len ρ b k t) ⟩
       run len os ρ b k t            ∎

@@ -268,15 +268,18 @@ theorem cone_map (len : Nat → Idx r → Nat) : ∀ (os : List (Op V r)) (ρ : 
     (cone_map len os (exec len o ρ) m k t).trans
       (congrArg (fun v => Vec.get v k) (runC_cong os _ _ (col_exec len o ρ t) m))
 
+/-- Agda: `Cone.flat` (an environment constant along the axis) -/
+def flat (c : Nat → Idx r → V) : Nat → Idx r → Nat → V := fun m k _ => c m k
+
 /-- Agda: `Cone.cone-reduction` -/
 theorem cone_reduction (os : List (Op V r)) (a b : Nat) (P : (Nat → Vec V r) → Prop)
     (len len' : Nat → Idx r → Nat) (ne : ∀ k, 1 ≤ len a k → 1 ≤ len' a k)
-    (small : ∀ ρ' : Nat → Idx r → Nat → V, (∀ s, P (col ρ' s)) →
-      ∀ k s, s < len' a k → run len' os ρ' a k s = run len' os ρ' b k s) :
+    (small : ∀ c : Nat → Idx r → V, P (col (flat c) 0) →
+      ∀ k s, s < len' a k → run len' os (flat c) a k s = run len' os (flat c) b k s) :
     ∀ ρ : Nat → Idx r → Nat → V, (∀ t, P (col ρ t)) →
       ∀ k t, t < len a k → run len os ρ a k t = run len os ρ b k t := by
   intro ρ hρ k t lt
-  have h := small (fun m k _ => ρ m k t) (fun _ => hρ t) k 0 (ne k (by omega))
+  have h := small (fun m k => ρ m k t) (hρ t) k 0 (ne k (by omega))
   rw [cone_map len' os _ a k 0, cone_map len' os _ b k 0] at h
   rw [cone_map len os ρ a k t, cone_map len os ρ b k t]
   exact h
