@@ -23,7 +23,8 @@ from .ir import parsed
 from .verdict import Counterexample, Undecided
 
 TRIES = 3                  # random input draws searched for a counterexample (seeds seed, seed + 1, ...)
-RTOL, ATOL = 1e-5, 1e-6    # a counterexample differs beyond float64 rounding of either side
+RTOL, ATOL = 1e-5, 1e-6    # a counterexample differs beyond float64 rounding of either side ...
+ROUNDING = 1e-9            # ... and of the largest intermediate value: (x + 1e12) - 1e12 is x over the reals
 
 
 @dataclass
@@ -89,22 +90,35 @@ def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
 
 def refute(r: Result, seed: int, limits: Limits, tries: int = TRIES) -> Counterexample | None:
     """Run both graphs on ``tries`` random draws of inputs that satisfy the input relation; the first
-    expected output element whose values differ (both finite, beyond ``RTOL``/``ATOL``), if any."""
+    expected output element whose values differ (both finite, by more than ``ATOL + RTOL * |value|
+    + ROUNDING * M``, ``M`` the largest finite magnitude of any tensor of either graph), if any."""
     for s in range(seed, seed + tries):
         try:
             s_vals, i_vals = numeric_values(r, s, limits)
         except ImplFailed:   # not a counterexample: the impl's inputs may be out of its domain
             continue
+        slack = ATOL + ROUNDING * max(_magnitude(s_vals), _magnitude(i_vals))
         for name, exprs in r.expect.items():
             want = np.asarray(s_vals[name], dtype=float)
             for t in exprs:
                 got = np.asarray(refinement.terms.evaluate(t, i_vals.__getitem__), dtype=float)
-                bad = np.isfinite(want) & np.isfinite(got) & ~np.isclose(want, got, rtol=RTOL, atol=ATOL)
+                bad = np.isfinite(want) & np.isfinite(got) & ~np.isclose(want, got, rtol=RTOL, atol=slack)
                 if bad.any():
                     idx = tuple(int(i) for i in np.argwhere(bad)[0])
                     return Counterexample(s, {n: _short(s_vals[n]) for n in r.spec.inputs}, name, str(t), idx,
                                           float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size))
     return None
+
+
+def _magnitude(vals: dict) -> float:
+    """The largest finite absolute value among the float tensors of ``vals``."""
+    top = 0.0
+    for v in vals.values():
+        a = np.asarray(v)
+        if a.dtype.kind == "f" and a.size:
+            finite = np.abs(a[np.isfinite(a)])
+            top = max(top, float(finite.max()) if finite.size else 0.0)
+    return top
 
 
 def _short(v) -> str:
