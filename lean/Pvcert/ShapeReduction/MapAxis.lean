@@ -6,7 +6,8 @@ A tensor is seen through its slices along one axis (`Fin n → A`; A holds the
 rest of the tensor and the other inputs).  The axis is cut into r regions;
 `reg : Fin n → Fin r` gives the region of each index.  A map-axis obligation
 computes output element i from input element i by one per-region function,
-the same at every size.
+the same at every size.  Section 4 states it for whole cones in the checker's
+coordinates: element = (region, offset within the region).
 -/
 import Pvcert.Vec
 
