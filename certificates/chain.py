@@ -308,5 +308,9 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
         if not o.holds:
             raise Rejected(f"expectation not met: {o.failure}")
         outcomes.append(o)
+    if any(o.assumed for o in outcomes):  # each step assumed its operator's conditions: all at once
+        why = refinement.spec_defined(spec, limits)
+        if why:
+            raise Rejected(why)
     return (f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), "
             f"{summary(outcomes)}")

@@ -197,6 +197,7 @@ class Outcome:
     elements: int = 0
     methods: dict[str, int] = field(default_factory=dict)
     failure: str | None = None
+    assumed: int = 0  # side conditions of the spec assumed (definedness)
 
     @property
     def holds(self) -> bool:
@@ -247,6 +248,7 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
     """Decide ``inputs => outputs`` for all impl input values (symbolically)."""
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
+    shown_defined = False
     for point, s_env, i_env in integer_assignments(spec, impl, spec_env, impl_env, limits):
         with side_conditions() as s_side:
             s_vals = evaluate(spec, s_env, True, limits)
@@ -260,13 +262,17 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
                 o.failure = o.failure or f"impl fails at integer inputs {point}: {e}"
             break
         # Definedness (DESIGN.md rule 4): assume only the spec's side conditions, shown
-        # satisfiable, and only once the impl's are shown to follow from them.
-        undefined = definedness(s_side, i_side) if s_side or i_side else None
+        # satisfiable (``spec_defined``), and only once the impl's are shown to follow from them.
+        undefined = definedness(s_side, i_side) if i_side else None
+        if s_side and not undefined and not shown_defined:
+            undefined, shown_defined = spec_defined(spec, limits), True
         if undefined:
             for o in outcomes.values():
                 o.failure = o.failure or (f"{undefined} (integer inputs {point})" if point else undefined)
             break
         hyps = list({(k, str(v)): (k, v) for k, v in s_side}.values())
+        for o in outcomes.values():
+            o.assumed = max(o.assumed, len(hyps))
         for s, ts in outputs.items():
             for t in ts:
                 o = outcomes[(s, str(t))]
@@ -275,6 +281,30 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
                 rhs = np.asarray(terms.evaluate(t, i_vals.__getitem__))
                 _compare(o, s_vals[s], rhs, point, limits, hyps)
     return list(outcomes.values())
+
+
+def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16) -> str | None:
+    """Why the spec is not shown defined at any input (None: it is at a random input: every node
+    evaluated in float64 with no division by zero, no invalid operation and finite results; each
+    real input is drawn mixed, positive or negative).
+    Per-operator evidence assumes each operator's own side conditions; this is their conjunction,
+    shown satisfiable by a numeric witness (a true zero that rounds to a non-zero is not caught)."""
+    rng = np.random.default_rng(0)
+    for _ in range(tries):
+        env = {}
+        for n in spec.inputs:
+            t = spec.tensors[n]
+            lo, hi = t.range or ((0, 2) if t.is_int else [(-1.0, 1.0), (0.5, 2.0), (-2.0, -0.5)][rng.integers(3)])
+            env[n] = (rng.integers(lo, hi, t.shape).astype(bool if t.dtype == "bool" else np.int64) if t.is_int
+                      else rng.uniform(lo, hi, t.shape))
+        try:
+            with np.errstate(divide="raise", invalid="raise"):
+                vals = evaluate(spec, env, False, limits)
+        except (FloatingPointError, ValueError, ZeroDivisionError, Unsupported):
+            continue
+        if all(np.isfinite(v).all() for v in vals.values() if v.dtype.kind == "f"):
+            return None
+    return "the spec is not shown defined at any input (its side conditions may be unsatisfiable)"
 
 
 def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: Limits, hyps: list) -> None:

@@ -6,9 +6,9 @@
    unsat proves. cvc5 is asked where z3 answers unknown. A ``sat`` answer does not
    refute (the model may interpret atoms unlike exp or tanh), so it stays unknown.
 
-Definedness (DESIGN.md rule 4): ``definedness`` checks the side conditions of partial operations
-(``poly.side_conditions``): the spec's must be satisfiable (a point where they hold, else a solver's
-``sat``) and each of the impl's must follow from them. Only then may ``decide`` assume the spec's
+Definedness (DESIGN.md rule 4): ``definedness`` checks that each side condition of the impl's
+partial operations (``poly.side_conditions``) follows from the spec's; the spec's are shown
+satisfiable apart (``refinement.spec_defined``). Only then may ``decide`` assume the spec's
 (``hyps``) and the denominators of ``a`` and ``b`` non-zero: each denominator is a product of
 divisors whose conditions were shown to hold.
 """
@@ -68,16 +68,10 @@ def _unique(cs: list[Cond]) -> dict[tuple[str, str], Cond]:
     return {(k, str(v)): (k, v) for k, v in cs}
 
 
-def definedness(spec: list[Cond], impl: list[Cond], seed: int = 0) -> str | None:
-    """Why the impl's side conditions are not shown to follow from the spec's (None: they are),
-    or why the spec's cannot be assumed (unsatisfiable or undecided)."""
+def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
+    """Why the impl's side conditions are not shown to follow from the spec's (None: they are).
+    That the spec's are satisfiable is shown apart (``refinement.spec_defined``)."""
     hyps = _unique(spec)
-    if hyps:
-        sat = _satisfiable(list(hyps.values()), seed)
-        if sat is not True:
-            some = describe(next(iter(hyps.values())))
-            return (f"the spec's side conditions ({len(hyps)}, e.g. {some}) are "
-                    f"{'unsatisfiable: it is defined nowhere' if sat is False else 'not shown satisfiable'}")
     for k, c in _unique(impl).items():
         if k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps):
             continue
@@ -88,48 +82,22 @@ def definedness(spec: list[Cond], impl: list[Cond], seed: int = 0) -> str | None
     return None
 
 
-def _holds(c: Cond, env: dict[str, float]) -> bool:
-    """``c`` holds at ``env`` by a clear margin (False where it cannot be evaluated)."""
-    try:
-        v = evaluate(c[1], env)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        return False
-    return abs(v) > 1e-6 if c[0] == "!=0" else v > 1e-6
-
-
-def _satisfiable(hyps: list[Cond], seed: int) -> bool | None:
-    """True: a point where all hold (or a solver's sat); False: a solver's unsat; None: unknown."""
-    rng = random.Random(seed)
-    names = sorted(set().union(*(variables(h[1]) for h in hyps)))
-    for _ in range(8):
-        env = {n: rng.choice([-2, -1, 1, 2, 3]) / rng.choice([1, 2, 4]) for n in names}
-        if all(_holds(h, env) for h in hyps):
-            return True
-    return _query(hyps, None, want="sat")
-
-
-def _query(hyps: list[Cond], goal: Cond | None, want: str = "unsat") -> bool | None:
-    """z3 on ``hyps and not goal`` (with the axioms of exp and sqrt): is the answer ``want``?
-    With ``want="unsat"``, True means ``hyps`` imply ``goal``; for ``"sat"``, False is unsat."""
+def _query(hyps: list[Cond], goal: Cond) -> bool:
+    """Do ``hyps`` imply ``goal``? z3 on ``hyps and not goal`` (with the axioms of exp and sqrt)."""
     try:
         import z3
     except ImportError:
-        return None
+        return False
     enc = _Encoder(z3)
     try:
         solver = z3.Solver()
         solver.set("timeout", SOLVER_MS)
         for h in hyps:
             solver.add(enc.cond(h))
-        if goal is not None:
-            solver.add(z3.Not(enc.cond(goal)))
-        solver.add(*enc.axioms, *[d != 0 for d in enc.denominators])
-        result = str(solver.check())
+        solver.add(z3.Not(enc.cond(goal)), *enc.axioms, *[d != 0 for d in enc.denominators])
+        return str(solver.check()) == "unsat"
     except Exception:  # a solver-internal failure decides nothing
-        return None
-    if want == "sat":
-        return True if result == "sat" else False if result == "unsat" else None
-    return result == "unsat"
+        return False
 
 
 def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:

@@ -22,7 +22,7 @@ from certificates.chain import Chain
 from certificates.errors import Unsupported
 from certificates.graph import Graph, Node
 from certificates.limits import Limits
-from certificates.refinement import Outcome, Relation
+from certificates.refinement import Outcome, Relation, spec_defined
 
 from .. import direct
 from ..case import Case
@@ -242,6 +242,10 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                                       found_for, {out.spec: [out.expr]})
                 break
             inf.outcomes.append(out)
+    if inf.failure is None and any(o.assumed for o in inf.outcomes):  # as the checker's replay
+        why = spec_defined(r.spec, limits)
+        if why:
+            inf.failure = Failure(None, why, {}, {})
     inf.obligations, inf.reused = len(prover.cache), prover.reused
     inf.seconds = time.monotonic() - start
     return inf
