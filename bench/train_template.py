@@ -21,9 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ROWS = [("Llama 4 layers dp2 tp2 pp2 mb2", dict(layers=4, dp=2, tp=2, pp=2, micro_batches=2, seq=2, hidden=4)),
         ("Llama3-70B shape: 80 layers dp16 tp8 pp4 mb32",
-         dict(layers=80, dp=16, tp=8, pp=4, micro_batches=32, seq=8192, hidden=8192)),
+         dict(layers=80, dp=16, tp=8, pp=4, micro_batches=32)),  # blocks and claim at S=2, H=16
         ("Llama3-405B shape: 126 layers dp64 tp8 pp16 mb16",
-         dict(layers=126, dp=64, tp=8, pp=16, micro_batches=16, seq=8192, hidden=16384))]
+         dict(layers=126, dp=64, tp=8, pp=16, micro_batches=16))]
 
 VERIFY = """
 import json, resource, sys, time

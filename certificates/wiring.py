@@ -9,9 +9,13 @@ import re
 from fractions import Fraction
 from typing import Callable
 
+import numpy as np
+
 from . import terms
 from .chain import graph_artifact, replay_refinement
 from .errors import LimitExceeded, Malformed, Rejected
+from .graph import evaluate
+from .ops import INT_DTYPES
 
 DIMS = ("L", "dp", "tp", "pp", "M", "B", "S", "H")
 NAMES = DIMS + ("d", "t", "p", "m", "l", "j")
@@ -350,6 +354,40 @@ def check_interface(blocks: dict, graphs: dict, tp: int, where: str) -> None:
             raise Rejected(f"block '{k}': impl has {graphs[k][1].world_size} ranks, the TP group {tp}")
 
 
+def check_sizes(graphs: dict, dims: dict) -> None:
+    """The claim is about the sizes the blocks were checked at: every activation ``h`` is ``(B, S, H)``.
+
+    No reduction theorem covers other sizes: the hidden size is contracted and the sequence normalized
+    (docs/stages.md), so a block checked at other sizes says nothing about these dims."""
+    want = (dims["B"], dims["S"], dims["H"])
+    for k in ("fwd", "bwd", "loss"):
+        h = graphs[k][0].tensors.get("h")
+        if h is None or tuple(h.shape) != want:
+            raise Rejected(f"block '{k}' is checked with activations {list(h.shape) if h else None}, the claim's "
+                           f"B, S, H are {list(want)}: a block proves nothing about sizes it was not checked at")
+
+
+def check_gradients(graphs: dict, params: list[str], limits) -> None:
+    """Guard: a gradient that a backward spec makes exactly 0 at a random point, where the forward
+    spec's output moves with that input, is not the block's backward (docs/templates.md)."""
+    rng = np.random.default_rng(0)
+
+    def draw(t):
+        return np.zeros(t.shape, dtype=np.int64) if t.dtype in INT_DTYPES else rng.standard_normal(t.shape)
+    for fwd, out, bwd, pairs in (("fwd", "out", "bwd", [("h", "g_in")] + [(n, "grad." + n) for n in params]),
+                                 ("loss", "loss", "loss", [("h", "g")])):
+        f, b = graphs[fwd][0], graphs[bwd][0]
+        point = {t: draw(g.tensors[t]) for g in (f, b) for t in g.inputs}
+        grads, base = evaluate(b, point, False, limits), evaluate(f, point, False, limits)[out]
+        for x, gx in pairs:
+            if gx not in grads or np.any(grads[gx] != 0):
+                continue
+            moved = evaluate(f, {**point, x: draw(f.tensors[x])}, False, limits)[out]
+            if not np.allclose(moved, base, rtol=1e-9, atol=1e-12):
+                raise Rejected(f"block '{bwd}': its spec's '{gx}' is 0 at a random point where block '{fwd}''s "
+                               f"'{out}' depends on '{x}': not its backward")
+
+
 def check_dims(claim: dict, where: str) -> dict:
     dims = claim.get("dims")
     if not isinstance(dims, dict) or set(dims) != set(DIMS) or \
@@ -389,6 +427,8 @@ def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits)
             raise Rejected(f"block '{k}' is not a refinement claim with evidence")
         graphs[k] = tuple(graph_artifact(arts, b.get(side), where, limits) for side in ("spec", "impl"))
     check_interface(blocks, graphs, dims["tp"], where)
+    check_sizes(graphs, dims)
+    check_gradients(graphs, sorted(set(blocks["fwd"]["input_relation"]) - {"h", "cos", "sin"}), limits)
     done = [f"{k}: {replay_refinement(b, bev[k], arts, f'{where}: block {k}', limits)}" for k, b in blocks.items()]
     run = check_schedule(claim, dims, where, limits)
     return (f"{dims['L']} layers dp{dims['dp']} tp{dims['tp']} pp{dims['pp']} mb{dims['M']}: {run.world} ranks, "

@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from certificates import FORMAT, VERSION
 from certificates.errors import CheckError, Malformed
 from certificates.limits import Limits
-from certificates.wiring import check_dims, check_schedule
+from certificates.graph import parse_graph
+from certificates.wiring import check_dims, check_gradients, check_schedule, check_sizes
 
 
 @dataclass(frozen=True)
 class TemplateCase:
-    """A plan in template form: model dims (for the scale), parallel degrees."""
+    """A plan in template form: parallel degrees, and the sizes its blocks are captured and checked at
+    (the claim states exactly these: ``hidden`` None is ``2 * max(2, tp)``, two per head)."""
 
     name: str
     layers: int
@@ -43,14 +45,14 @@ class TemplateCase:
     tp: int
     pp: int
     micro_batches: int
-    seq: int = 2            # the sequential step's sequence length (for the loss scale)
-    hidden: int = 4         # and hidden size
+    seq: int = 2            # the sequence length of the step and of its blocks
+    hidden: int | None = None   # and hidden size
     batch: int = 1          # samples per micro-batch per DP replica
     lr: float = 0.1
 
     def dims(self) -> dict[str, int]:
         return {"L": self.layers, "dp": self.dp, "tp": self.tp, "pp": self.pp, "M": self.micro_batches,
-                "B": self.batch, "S": self.seq, "H": self.hidden}
+                "B": self.batch, "S": self.seq, "H": self.hidden or 2 * max(2, self.tp)}
 
 
 def _stage_body(first: bool, last: bool) -> list[dict]:
@@ -193,11 +195,11 @@ def check_wiring(sched: dict, limits: Limits | None = None):
 # -- blocks and the certificate -------------------------------------------------------------------
 
 def block_model(tc: TemplateCase):
-    """The reduced-shape model the blocks are verified at (real TP degree)."""
+    """The model the blocks are verified at: the template's own sequence and hidden size, real TP degree."""
     from .models import ModelConfig
 
-    heads = max(2, tc.tp)
-    return ModelConfig("llama", layers=1, hidden=2 * heads, heads=heads, ffn=2 * tc.tp, seq=2)
+    d = tc.dims()
+    return ModelConfig("llama", layers=1, hidden=d["H"], heads=max(2, tc.tp), ffn=2 * tc.tp, seq=d["S"])
 
 
 @dataclass
@@ -221,7 +223,7 @@ def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = 
         sched = mutate(sched, mutation)
     t0 = time.perf_counter()
     if blocks is None:
-        blocks = [verify_block(k, block_model(tc), tc.tp, tc.lr) for k in BLOCKS]
+        blocks = [verify_block(k, block_model(tc), tc.tp, tc.lr, batch=tc.batch) for k in BLOCKS]
     times["blocks_s"] = time.perf_counter() - t0
     for b in blocks:
         times[f"{b.kind}_capture_s"], times[f"{b.kind}_verify_s"] = b.capture_s, b.verify_s
@@ -234,6 +236,10 @@ def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = 
         times["wiring_s"] = time.perf_counter() - t1
         return Verified(False, str(e), None, times)
     times["wiring_s"] = time.perf_counter() - t1
+    try:
+        check_blocks(blocks, sched["dims"])
+    except CheckError as e:
+        return Verified(False, str(e), None, times)
     claim = {"id": tc.name, "kind": "train-template", **sched, "blocks": {b.kind: b.claim for b in blocks}}
     cert = {"format": FORMAT, "version": VERSION,
             "header": {"tool": "pvcert", "tool_version": __version__, "engine": "template",
@@ -244,6 +250,15 @@ def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = 
                                    "blocks": {b.kind: b.evidence for b in blocks}}},
             "verdict": "ACCEPT"}
     return Verified(True, f"{run.world} ranks, {run.events} events", cert, times, run.events)
+
+
+def check_blocks(blocks: list, dims: dict) -> None:
+    """The checker's guards on the blocks: checked at the claim's sizes, gradients not vanishing."""
+    graphs = {b.kind: tuple(parse_graph(next(a["embedded"] for a in b.artifacts if a["id"] == f"{b.kind}.{side}"),
+                                        f"block {b.kind} {side}") for side in ("spec", "impl")) for b in blocks}
+    check_sizes(graphs, dims)
+    params = sorted(set(next(b for b in blocks if b.kind == "fwd").claim["input_relation"]) - {"h", "cos", "sin"})
+    check_gradients(graphs, params, Limits())
 
 
 def load_template(path: str) -> TemplateCase:

@@ -167,13 +167,13 @@ class BlockResult:
 
 
 def verify_block(kind: str, c: ModelConfig, tp: int, lr: float = 0.1, rope_not_sliced: bool = False,
-                 seed: int = 0) -> BlockResult:
+                 seed: int = 0, batch: int = 1) -> BlockResult:
     """Capture one block, verify it per operator, and return its claim, evidence and artifacts."""
     from verifier import certificate
     from verifier.refine import infer, report
 
     t0 = time.perf_counter()
-    case = capture_case(block_case(kind, c, tp, lr, rope_not_sliced=rope_not_sliced))
+    case = capture_case(block_case(kind, c, tp, lr, batch, rope_not_sliced))
     t1 = time.perf_counter()
     inf = infer(case, seed=seed)
     t2 = time.perf_counter()
