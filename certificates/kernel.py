@@ -915,16 +915,53 @@ def check_params(v, where: str) -> list[dict]:
     return v
 
 
+def ctas(grid) -> list[tuple[int, int, int]]:
+    """Every CTA of ``grid``, x fastest."""
+    return [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+
+
+def replay_cta(k: Kernel, grid, block, params, cta, ev, sw: str, printer: Printer, limits: Limits):
+    """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs
+    and the replay (``gmem``: output bytes written, ``shadow``: bytes accessed)."""
+    if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
+            or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
+        raise Malformed(sw, "evidence needs schedule, witness and outputs")
+    r = Replay(k, grid, block, params, cta, limits)
+    got = r.run(ev["schedule"])
+    claimed = set()
+    for i, w in enumerate(ev["witness"]):
+        if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
+                and all(type(x) is int for x in w[2:])):
+            raise Malformed(sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
+        claimed.add(tuple(w))
+    if claimed != r.witness:
+        diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))
+        raise Rejected(f"{sw}: the memory-event witness differs from the replay's at {diff[0]}")
+    if set(got) != set(ev["outputs"]):
+        raise Rejected(f"{sw}: the certified outputs are not the elements the kernel writes")
+    for key in sorted(got):
+        limits.tick()
+        text, cert = printer.text(got[key]), ev["outputs"][key]
+        if isinstance(cert, dict) and isinstance(cert.get("sha256"), str):
+            text, cert = hashlib.sha256(text.encode()).hexdigest(), cert["sha256"]
+        if text != cert:
+            raise Rejected(f"{sw}: {key}: the certified normal form is not the replay's")
+    return got, r
+
+
 def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches is race- and deadlock-free
-    and every output element is equal over the reals. Evidence per side: the schedule,
-    the witness (set of ordered conflict classes) and the printed output normal forms
-    (``Printer``: reference outputs, then optimized, by element; one shared atom table),
-    each as text or, for large forms, as ``{"sha256": digest of the text}``."""
+    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of
+    the grid, and no output byte one CTA writes is accessed by another, so the CTAs are
+    independent) is race- and deadlock-free and every output element it writes is equal
+    over the reals. Evidence per side and CTA (``"all"``: ``{"ctas": [...]}`` in ``ctas``
+    order): the schedule, the witness (set of ordered conflict classes) and the printed
+    output normal forms (``Printer``: reference outputs, then optimized, by CTA and
+    element; one shared atom table), each as text or as ``{"sha256": digest}``."""
     params = check_params(claim.get("params"), where)
+    every = claim.get("cta") == "all"
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
-    if cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta):
-        raise Malformed(where, "cta: needs three non-negative integers")
+    if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
+        raise Malformed(where, 'cta: needs three non-negative integers or "all"')
     outs, notes, printer, grids = {}, [], Printer(), []
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
@@ -939,34 +976,27 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         k = parse(text, awhere).kernel(s["entry"])
         grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
         grids.append(grid)
-        if any(c >= g for c, g in zip(cta, grid)):
+        todo = ctas(grid) if every else [cta]
+        evs = ev.get("ctas") if every else [ev]
+        if any(c >= g for c, g in zip(todo[0], grid)):
             raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
-        if not isinstance(ev.get("schedule"), list) or not isinstance(ev.get("witness"), list) \
-                or not isinstance(ev.get("outputs"), dict):
-            raise Malformed(sw, "evidence needs schedule, witness and outputs")
-        r = Replay(k, grid, block, params, cta, limits)
-        got = r.run(ev["schedule"])
-        claimed = set()
-        for i, w in enumerate(ev["witness"]):
-            if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
-                    and all(type(x) is int for x in w[2:])):
-                raise Malformed(sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
-            claimed.add(tuple(w))
-        if claimed != r.witness:
-            diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))
-            raise Rejected(f"{side}: the memory-event witness differs from the replay's at {diff[0]}")
-        if set(got) != set(ev["outputs"]):
-            raise Rejected(f"{side}: the certified outputs are not the elements the kernel writes")
-        for key in sorted(got):
-            limits.tick()
-            text, cert = printer.text(got[key]), ev["outputs"][key]
-            if isinstance(cert, dict) and isinstance(cert.get("sha256"), str):
-                text, cert = hashlib.sha256(text.encode()).hexdigest(), cert["sha256"]
-            if text != cert:
-                raise Rejected(f"{side}: {key}: the certified normal form is not the replay's")
-        outs[side] = got
-        notes.append(f"{k.name}: {r.n} threads, {len(ev['schedule'])} schedule events, "
-                     f"{len(r.witness)} conflict classes ordered")
+        if not isinstance(evs, list) or len(evs) != len(todo):
+            raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
+        outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
+        for c, e in zip(todo, evs):
+            got, r = replay_cta(k, grid, block, params, c, e, f"{sw}: CTA {list(c)}", printer, limits)
+            written, touched = set(r.gmem), {a for space, a in r.shadow if space == "global"}
+            events, classes = events + len(e["schedule"]), classes + len(r.witness)
+            clash = next((a for a in written if seen.get(a, c) != c), None) or \
+                next((a for a in touched if wrote.get(a, c) != c), None)
+            if clash is not None:
+                raise Rejected(f"{side}: CTAs {list(c)} and {list(seen.get(clash) or wrote[clash])} both access "
+                               f"output byte {clash:#x}, one writing it")
+            wrote.update(dict.fromkeys(written, c))
+            seen.update(dict.fromkeys(touched, c))
+            outs[side].update(got)
+        notes.append(f"{k.name}: {len(todo)} CTA(s) of {r.n} threads, {events} schedule events, "
+                     f"{classes} conflict classes ordered")
     if grids[0] != grids[1]:
         raise Rejected(f"the launches' grids differ ({list(grids[0])}, {list(grids[1])}): CTA {list(cta)} of which?")
     if evidence.get("atoms") != printer.table:
@@ -984,13 +1014,12 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
     covers = coverage(ref)
     if claim.get("covers") != covers:
-        raise Rejected(f"the claim's covered outputs {claim.get('covers')} are not the elements CTA {list(cta)} "
-                       f"writes ({covers})")
+        raise Rejected(f"the claim's covered outputs {claim.get('covers')} are not the elements written ({covers})")
     total = sum(math.prod(p["shape"]) for p in params if p["role"] == "output")
     runs = [f"{k}[{a}]" if a == b else f"{k}[{a}..{b}]" for k, v in covers.items() for a, b in v]
     shown = ", ".join(runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")
-    return "; ".join(notes) + f"; {scope(cta, grids[0])}: {len(ref)} of {total} output elements equal over " \
-        f"the reals ({shown}; {how})"
+    return "; ".join(notes) + f"; {scope('all' if every else cta, grids[0])}: {len(ref)} of {total} output " \
+        f"elements equal over the reals ({shown}; {how})"
 
 
 def coverage(outs) -> dict[str, list]:
@@ -1013,7 +1042,7 @@ def coverage(outs) -> dict[str, list]:
 
 
 def scope(cta, grid) -> str:
-    """Which CTAs a claim covers: one CTA, named, unless the launch is that one CTA."""
-    if math.prod(grid) == 1:
-        return "the whole launch (grid (1, 1, 1))"
+    """Which CTAs a claim covers: every CTA (``"all"``) or one, named."""
+    if math.prod(grid) == 1 or cta == "all":
+        return f"the whole launch (every CTA of grid {tuple(grid)}, written outputs disjoint)"
     return f"only CTA {tuple(cta)} of grid {tuple(grid)}"

@@ -66,7 +66,7 @@ def launch(tmp_path, ref: str, opt: str, threads: int = 1, grid: int = 1, cta=(0
     params = [{"name": t, "role": "output" if t == "out" else "input", "dtype": "f32", "shape": [n]}
               for t in ("x", "y", "out")]
     side = {"entry": "k", "grid": [grid, 1, 1], "block": [threads, 1, 1]}
-    return {"name": "p", "params": params, "check_cta": list(cta),
+    return {"name": "p", "params": params, "check_cta": cta if cta == "all" else list(cta),
             "reference": {"ptx": "ref.ptx", **side}, "optimized": {"ptx": "opt.ptx", **side}}
 
 
@@ -389,6 +389,28 @@ def test_claim_names_the_cta_and_the_outputs_it_covers(tmp_path):
         c = copy.deepcopy(cert)
         edit(c["claims"][0])
         assert not outcome(c, tmp_path)[0]
+
+
+def test_every_cta_of_the_grid(tmp_path):
+    entry, r = check(tmp_path, COPY, "\tadd.f32 %f3, %f1, 0f00000000;\n" + STORE, threads=4, grid=2, cta="all")
+    assert r.verdict == "equivalent" and "the whole launch" in r.message and "8 of 8" in r.message, r.message
+    cert = kernel_certificate([pair_claim("p", entry, tmp_path, r)])
+    ok, detail = outcome(cert, tmp_path)
+    assert ok and "every CTA of grid (2, 1, 1)" in detail and "8 of 8 output elements" in detail, detail
+    c = copy.deepcopy(cert)
+    c["evidence"]["p"]["optimized"]["ctas"].pop()
+    rejected(c, tmp_path, "one entry per CTA")
+
+
+def test_ctas_writing_one_output_are_rejected(tmp_path):
+    _, r = check(tmp_path, COPY, IGNORE_BLOCK, threads=4, grid=2, cta="all")
+    assert r.verdict == "racy" and "both access output byte" in r.message, r.message
+    cert = certify(tmp_path, IGNORE_BLOCK, IGNORE_BLOCK, threads=4, grid=2)      # CTA 0 only: true
+    c = copy.deepcopy(cert)                      # the same evidence claimed for both CTAs of the grid
+    c["claims"][0]["cta"] = "all"
+    for side in ("reference", "optimized"):
+        c["evidence"]["p"][side] = {"ctas": [c["evidence"]["p"][side]] * 2}
+    rejected(c, tmp_path, "both access output byte")
 
 
 # ------------------------------------------------------------------ 7. one pair's failure

@@ -31,27 +31,33 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
     """The claim, evidence and artifacts of one pair found ``equivalent``."""
     if report.verdict != "equivalent" or set(report.results) != set(SIDES):
         raise ValueError(f"{name}: only an equivalent pair has a certificate (verdict {report.verdict})")
+    cta = entry.get("check_cta", [0, 0, 0])
     claim: dict = {"id": name, "kind": "kernel-equivalence", "params": entry["params"],
-                   "cta": list(entry.get("check_cta", [0, 0, 0])),
-                   "covers": coverage(f"{t}[{i}]" for t, i in report.results["reference"].outputs)}
+                   "cta": cta if cta == "all" else list(cta),
+                   "covers": coverage(f"{t}[{i}]" for r in report.results["reference"] for t, i in r.outputs)}
     evidence: dict = {}
     arts = []
     printer = Printer()
     for side in SIDES:
-        spec, res = entry[side], report.results[side]
+        spec = entry[side]
         aid = f"{name}.{side}"
         text = (base / spec["ptx"]).read_text()
         arts.append(_ptx_artifact(aid, text))
         entry_name = spec.get("entry") or parse(text, spec["ptx"]).kernel().name
         claim[side] = {"ptx": aid, "entry": entry_name, "grid": list(spec["grid"]),
                        "block": list(spec["block"])}
-        outputs = {k: printer.text(v) for k, v in sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items())}
-        if sum(map(len, outputs.values())) > TEXT_BUDGET:   # attention: 40 KB per element
-            outputs = {k: {"sha256": hashlib.sha256(v.encode()).hexdigest()} for k, v in outputs.items()}
-        evidence[side] = {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness),
-                          "outputs": outputs}
+        evs = [_evidence(res, printer) for res in report.results[side]]
+        evidence[side] = {"ctas": evs} if claim["cta"] == "all" else evs[0]
     evidence["atoms"] = printer.table
     return claim, evidence, arts
+
+
+def _evidence(res, printer: Printer) -> dict:
+    """One CTA's schedule, witness and printed outputs (digests past ``TEXT_BUDGET``)."""
+    outputs = {k: printer.text(v) for k, v in sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items())}
+    if sum(map(len, outputs.values())) > TEXT_BUDGET:   # attention: 40 KB per element
+        outputs = {k: {"sha256": hashlib.sha256(v.encode()).hexdigest()} for k, v in outputs.items()}
+    return {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness), "outputs": outputs}
 
 
 def kernel_certificate(items: list[tuple[dict, dict, list[dict]]]) -> dict:

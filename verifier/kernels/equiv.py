@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from certificates.errors import CheckError, Malformed, Unsupported
-from certificates.kernel import scope, shift
+from certificates.kernel import ctas, scope, shift
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -33,7 +33,7 @@ class Report:
     elements: int = 0
     methods: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
-    results: dict = field(default_factory=dict)   # side -> exec.Result (schedule, witness, outputs)
+    results: dict = field(default_factory=dict)   # side -> [exec.Result per CTA checked]
 
     def __str__(self) -> str:
         return f"{self.verdict}: {self.message}" if self.message else self.verdict
@@ -47,7 +47,8 @@ def _side(spec: dict, base: Path):
 def check_pair(entry: dict, base: Path = CORPUS) -> Report:
     """Check one ``pairs.json`` entry (or launch description)."""
     seconds: dict = {}
-    cta = tuple(entry.get("check_cta", [0, 0, 0]))
+    cta = entry.get("check_cta", [0, 0, 0])
+    todo = ctas(entry["reference"]["grid"]) if cta == "all" else [tuple(cta)]
     if list(entry["reference"]["grid"]) != list(entry["optimized"]["grid"]):
         return Report("malformed", None, "the two launches have different grids (the claim is about one CTA of one grid)")
     results = {}
@@ -64,8 +65,10 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
         spec = entry[side]
         t0 = time.perf_counter()
         try:
-            k = kernels[side]
-            results[side] = run_cta(k, spec["grid"], spec["block"], entry["params"], cta)
+            results[side] = [run_cta(kernels[side], spec["grid"], spec["block"], entry["params"], c) for c in todo]
+            clash = _clash(todo, results[side])
+            if clash:
+                return Report("racy", side, clash, seconds=seconds)
         except RaceError as e:
             return Report("racy", side, str(e), race=e.race, seconds=seconds)
         except DeadlockError as e:
@@ -75,7 +78,8 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
         except CheckError as e:            # undefined behaviour, out of bounds, step limit, ...
             return Report("rejected", side, str(e), seconds=seconds)
         seconds[side] = time.perf_counter() - t0
-    report = compare(results["reference"].outputs, results["optimized"].outputs, seconds)
+    merged = {side: {k: v for r in results[side] for k, v in r.outputs.items()} for side in results}
+    report = compare(merged["reference"], merged["optimized"], seconds)
     report.results = results
     if report.verdict in ("equivalent", "unknown"):
         total = sum(_numel(p) for p in entry["params"] if p["role"] == "output")
@@ -83,6 +87,18 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
         report.message = f"{where}: {report.elements} of {total} output elements " + \
             ("equal over the reals" if report.verdict == "equivalent" else f"checked; {report.message}")
     return report
+
+
+def _clash(todo: list, results: list) -> str:
+    """Two CTAs accessing one output byte, one of them writing it (a race between CTAs)."""
+    wrote, seen = {}, {}
+    for c, r in zip(todo, results):
+        a = next((a for a in r.written if a in seen), None) or next((a for a in r.touched if a in wrote), None)
+        if a is not None:
+            return f"CTAs {list(seen.get(a) or wrote[a])} and {list(c)} both access output byte {a:#x}, one writing it"
+        wrote.update(dict.fromkeys(r.written, c))
+        seen.update(dict.fromkeys(r.touched, c))
+    return ""
 
 
 def _numel(p: dict) -> int:

@@ -131,6 +131,8 @@ class Result:
     threads: int
     schedule: list = field(default_factory=list)   # the events taken (certificates/kernel.py)
     witness: set = field(default_factory=set)      # ordered conflict classes
+    written: set = field(default_factory=set)      # output bytes written
+    touched: set = field(default_factory=set)      # output bytes read or written
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -562,7 +564,8 @@ class CTA:
         for addr, (v, _) in self.gmem.items():
             t, i = self._tensor(addr, self.threads[0], instrs[-1])
             outs[(t.name, i)] = v
-        return Result(outs, self.steps, self.barriers, self.n, self.schedule, self.witness)
+        return Result(outs, self.steps, self.barriers, self.n, self.schedule, self.witness, set(self.gmem),
+                      {a for space, a in self.shadow if space == "global"})
 
     def _release(self) -> bool:
         """Release every barrier / warp collective whose participants all arrived."""

@@ -30,8 +30,8 @@ def load_launch(path: str) -> dict:
         raise Malformed(path, "params: needs a non-empty list")
     check_params(params, path)
     cta = entry.setdefault("check_cta", [0, 0, 0])
-    if not (isinstance(cta, list) and len(cta) == 3 and all(type(x) is int and x >= 0 for x in cta)):
-        raise Malformed(path, "check_cta: needs three integers >= 0")
+    if cta != "all" and not (isinstance(cta, list) and len(cta) == 3 and all(type(x) is int and x >= 0 for x in cta)):
+        raise Malformed(path, 'check_cta: needs three integers >= 0 or "all"')
     for side in ("reference", "optimized"):
         s = entry.get(side)
         if not isinstance(s, dict) or not isinstance(s.get("ptx"), str):
@@ -40,6 +40,6 @@ def load_launch(path: str) -> dict:
             raise Malformed(path, f"{side}.ptx: no file {s['ptx']}")
         check_dims(s.get("grid"), f"{path}: {side}.grid")
         check_dims(s.get("block"), f"{path}: {side}.block")
-        if any(c >= g for c, g in zip(entry["check_cta"], s["grid"])):
+        if cta != "all" and any(c >= g for c, g in zip(cta, s["grid"])):
             raise Malformed(path, f"check_cta {entry['check_cta']} lies outside {side}.grid {s['grid']}")
     return entry
