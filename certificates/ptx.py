@@ -467,7 +467,7 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
             _directive(t, sctx)
         elif t.startswith("."):
             raise Unsupported(f"{file}:{sl}: unsupported directive `{t.split()[0]}` in `{t}`")
-        elif not t.startswith("."):
+        else:
             instrs.append(_instr(t, sctx, len(instrs)))
     return Kernel(name, params, regs, kvars, instrs, labels, directives, file, line), i + 1
 
