@@ -172,8 +172,8 @@ def _norm_rule(C, I, O, a, why) -> None:
     C.pin_all(out[len(out) - k:], f"{why}: normalized size enters the mean")
 
 
-def _loss_rule(ref: int = 0, classes: bool = True, reductions: tuple = (0,)) -> Callable:
-    """Losses in ``reductions`` (forward: not reduced; a sum or mean mixes the batch): batch axes of ``ref`` lead."""
+def _loss_rule(ref: int = 0, reductions: tuple = (0,)) -> Callable:
+    """NLL losses in ``reductions`` (forward: not reduced; a sum or mean mixes the batch): batch axes of ``ref`` lead."""
     def rule(C, I, O, a, why):
         if a.get("reduction") not in reductions:
             return False
@@ -182,8 +182,7 @@ def _loss_rule(ref: int = 0, classes: bool = True, reductions: tuple = (0,)) -> 
             for p, q in zip(y or [], x):
                 if C.size[p] == C.size[q]:
                     C.tie(p, q)
-        if classes:
-            C.pin(x[min(1, len(x) - 1)], f"{why}: classes indexed by integer targets")
+        C.pin(x[min(1, len(x) - 1)], f"{why}: classes indexed by integer targets")
     return rule
 
 
@@ -757,8 +756,8 @@ op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shap
    axes=_loss_rule())(_nll_forward)
 op("aten.cross_entropy_loss.default", "self target weight?", {**_NLL, "label_smoothing": 0.0},
    shape=lambda s, a: _nll_shape(s, a)[:1], axes=_loss_rule())(_cross_entropy)
-op("aten.mse_loss.default", "self target", {"reduction": 1}, axes=_loss_rule(classes=False),  # operands must broadcast
-   shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])(_mse)
+op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadcast: elementwise unless reduced
+   axes=lambda C, I, O, a, why: _ew_rule(C, I, O, a, why) if a["reduction"] == 0 else False, shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])(_mse)
 
 
 # ---------------------------------------------------------------- collectives

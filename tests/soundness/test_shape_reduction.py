@@ -337,3 +337,16 @@ def test_every_newton_trap_is_refuted(k, n, how, spec_how, swap):
     """The decision at the engine's reduction (full size: the summed axis is pinned) refutes each trap
     (degree 6 at 12 and 14 elements take ~100 s together: marked slow)."""
     assert _decided_false(newton_trap(k, n, how, spec_how, swap))
+
+
+def test_mse_operands_are_tied_as_they_broadcast():
+    """``mse_loss(A (4, 4), B (4,))``: B's axis is A's last one, not its first (as a left-aligned tie said)."""
+    s = GraphBuilder("mse_b", 1)
+    s.input("A", [4, 4], "activation")
+    s.input("B", [4], "activation")
+    s.node("aten.mse_loss.default", ["A", "B"], "Y", reduction=0)
+    s.output("Y")
+    case = Case("mse_b", s.build(), s.build(), {"A": ["A"], "B": ["B"]}, {"Y": ["Y"]})
+    r = direct.prepare(case, Limits())
+    C = shapes.constraints(r.spec, r.impl, {"input": r.inputs, "output": r.expect})
+    assert C.find(("spec", "B", 0)) == C.find(("spec", "A", 1)) != C.find(("spec", "A", 0))
