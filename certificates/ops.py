@@ -757,7 +757,8 @@ op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shap
 op("aten.cross_entropy_loss.default", "self target weight?", {**_NLL, "label_smoothing": 0.0},
    shape=lambda s, a: _nll_shape(s, a)[:1], axes=_loss_rule())(_cross_entropy)
 op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadcast: elementwise unless reduced
-   axes=lambda C, I, O, a, why: _ew_rule(C, I, O, a, why) if a["reduction"] == 0 else False, shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])(_mse)
+   axes=lambda C, I, O, a, why: _ew_rule(C, I, O, a, why) if a["reduction"] == 0 else False,
+   shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])(_mse)
 
 
 # ---------------------------------------------------------------- collectives
