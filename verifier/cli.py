@@ -121,7 +121,8 @@ def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
     if not r.verified:
         failed = [o.spec for o in r.outcomes if not o.holds]
         v = Verdict(UNKNOWN, case.name, f"{len(failed)} of {len(r.outcomes)} output equations not proved, no "
-                    f"counterexample on {direct.TRIES} random input draws", unknown_help(r.spec.outputs, set(r.expect)))
+                    f"counterexample on {direct.TRIES} random input draws",
+                    unknown_help(r.spec.outputs, set(r.expect), "the per-operator engine (the default)"))
         print("\n".join(v.lines(r.seconds)))
         return v.exit_code
     if args.emit_cert:
@@ -177,7 +178,7 @@ def _not_proved(r, name: str, tried: str, args: argparse.Namespace, limits: Limi
         v = Verdict(REFUTED, name, f"'{cx.output}' differs ({tried})", evidence=cx.lines())
     else:
         v = Verdict(UNKNOWN, name, f"{tried}; no counterexample on {direct.TRIES} random input draws",
-                    unknown_help(r.spec.outputs, set(r.expect)))
+                    unknown_help(r.spec.outputs, set(r.expect), "--engine whole-graph"))
     print("\n".join(v.lines(seconds)))
     return v.exit_code
 

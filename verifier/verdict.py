@@ -78,10 +78,10 @@ class Verdict:
             f"{self.word} {self.name}{': ' + self.reason if self.reason else ''}{took}"]
 
 
-def unknown_help(spec_outputs: list[str], expected: set[str]) -> list[str]:
+def unknown_help(spec_outputs: list[str], expected: set[str], other_engine: str) -> list[str]:
     """What would let a later run decide a case that is neither proved nor refuted."""
     unstated = [t for t in spec_outputs if t not in expected]
     return ([f"an expectation for {', '.join(unstated[:8])}{' ...' if len(unstated) > 8 else ''} "
              "(only expected outputs are searched for counterexamples)"] if unstated else []) + [
-        "if the program is correct: the relation the report names may need a form outside clean "
-        "expressions (docs/clean-expressions.md); try --engine whole-graph, or a larger --timeout"]
+        "if the program is correct: a relation outside clean expressions (docs/clean-expressions.md), "
+        f"{other_engine}, or a larger --timeout"]
