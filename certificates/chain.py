@@ -19,13 +19,17 @@ equation decided at once) or per-operator evidence (the chain above).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import math
 from typing import Any, Iterable
+
+import numpy as np
 
 from . import approx, refinement, terms
 from .dtypes import bounds
-from .errors import Malformed, Rejected, field
-from .graph import Graph, Node, parse_graph
+from .errors import Malformed, Rejected, Unsupported, field
+from .graph import Graph, Node, evaluate, parse_graph
 from .limits import Limits
 from .refinement import Outcome, Relation, check
 
@@ -90,6 +94,36 @@ def integer_ranges(g: Graph) -> dict[str, tuple[int, int]]:
                 lo, hi = bounds(g.tensors[t].dtype)  # beyond the dtype, values wrap: any of them
                 rng[t] = out if lo <= out[0] and out[1] <= hi + 1 else (lo, hi + 1)
     return rng
+
+
+def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
+    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone:
+    those nodes run on every assignment of the integer inputs, as whole-graph evidence enumerates
+    them (none when that exceeds ``limits.max_assignments`` or a run fails)."""
+    ints = [t for t in g.inputs if g.tensors[t].is_int]
+    doms = [itertools.product(range(*(g.tensors[t].range or (0, 2))), repeat=math.prod(g.tensors[t].shape))
+            for t in ints]
+    if not ints or math.prod(len(range(*(g.tensors[t].range or (0, 2)))) ** math.prod(g.tensors[t].shape)
+                             for t in ints) > limits.max_assignments:
+        return {}
+    known, nodes = set(ints), []
+    for n in g.nodes:
+        if all(t is None or t in known for t in n.inputs) and all(g.tensors[t].is_int for t in n.outputs):
+            nodes.append(n)
+            known.update(n.outputs)
+    sub, hull = subgraph(g, "integer nodes", nodes, [], ints), {}
+    for combo in itertools.product(*doms):
+        env = {t: np.array(v, dtype=bool if g.tensors[t].dtype == "bool" else np.int64).reshape(g.tensors[t].shape)
+               for t, v in zip(ints, combo)}
+        try:
+            vals = evaluate(sub, env, False, limits)
+        except Unsupported:
+            return {}
+        for t, v in vals.items():
+            if v.size:
+                lo, hi = hull.get(t, (int(v.min()), int(v.max()) + 1))
+                hull[t] = (min(lo, int(v.min())), max(hi, int(v.max()) + 1))
+    return hull
 
 
 def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None, outputs: Relation,
@@ -185,7 +219,7 @@ class Chain:
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
         self.spec, self.impl, self.limits = spec, impl, limits
-        self.ranges = integer_ranges(impl)
+        self.ranges = {**integer_ranges(impl), **reachable_ranges(impl, limits)}   # the tighter where both
         self.cache: dict[str, list[Outcome]] = {}
         self.reused = 0
 

@@ -204,8 +204,18 @@ def test_intermediate_index_gets_its_interval_from_the_input_range():
 
 
 def test_integer_tensor_without_range_is_not_enumerated_partially():
-    """L = I * I has no interval rule: its step fails rather than being checked on a guess."""
-    inf = infer(_lookup_case("mul", 0, 2))
+    """L = I * I has no interval rule. With I in [0, 2) the step enumerates L over the values it
+    takes (``chain.reachable_ranges``: 4 assignments of I); without that hull (more assignments than
+    the limit), the step fails rather than being checked on a guess."""
+    from certificates.chain import Chain, integer_ranges
+
+    def intervals_only(spec, impl, limits):
+        chain = Chain(spec, impl, limits)
+        chain.ranges = integer_ranges(impl)
+        return chain
+
+    assert infer(_lookup_case("mul", 0, 2)).verified
+    inf = infer(_lookup_case("mul", 0, 2), chain=intervals_only)
     assert not inf.verified and inf.failure.node.name == "n1"
     assert "no declared range" in " ".join(sum(inf.failure.tried.values(), []))
 

@@ -18,7 +18,7 @@ import random
 import pytest
 
 from certificates import cli as checker_cli, refinement
-from certificates.errors import Malformed
+from certificates.errors import CheckError, Malformed
 from certificates.limits import canonical_bytes
 from verifier import certificate, direct
 from verifier.case import Case
@@ -136,7 +136,8 @@ def test_unrelated_integer_impl_input_is_refused():
 
 
 def _random_case(rng: random.Random) -> Case:
-    """A small integer program: ids shifted, masked, looked up (the impl shifts differently half the time)."""
+    """A small integer program: ids shifted, masked, looked up; the impl often fills masked ids with
+    another row (the same claim exactly when no id in the range is masked)."""
     lo, hi = sorted(rng.sample(range(-2, 6), 2))
     s = GraphBuilder("spec")
     s.input("ids", [2], "index", dtype="int64", range=(lo, hi))
@@ -146,7 +147,7 @@ def _random_case(rng: random.Random) -> Case:
     g.input("ids@r0", [2], "index", dtype="int64", range=(lo, hi))
     g.input("ids@r1", [2], "index", dtype="int64", rank=1, range=(lo, hi))
     params = [(rng.randrange(-2, 3), rng.randrange(0, V), rng.randrange(0, V + 2))]
-    params.append(params[0] if rng.random() < 0.5 else (rng.randrange(-2, 3), params[0][1], params[0][2]))
+    params.append(params[0] if rng.random() < 0.3 else (params[0][0], rng.randrange(0, V), params[0][2]))
     for (b, x), (shift, fill, k) in zip(((s, "ids"), (g, "ids@r0")), params):
         b.node("aten.sub.Scalar", [x], "a" + x[3:], other=shift)
         b.node("aten.ge.Scalar", ["a" + x[3:]], "hi" + x[3:], out_dtype="bool", other=k)
@@ -161,21 +162,28 @@ def _random_case(rng: random.Random) -> Case:
     return Case("random", s.build(), g.build(), rin, {"out": ["out@r0"]})
 
 
+def _run(engine, case):
+    try:
+        return engine(copy.deepcopy(case))
+    except CheckError:   # e.g. the spec itself fails on an input in its range: nothing verified
+        return None
+
+
 def test_whole_graph_and_per_operator_agree_on_random_integer_cases(tmp_path):
-    """Per-operator evidence never proves what whole-graph evidence refutes, and each certificate
-    replays. (The converse can fail: the chain bounds masked integers by intervals, which may include
-    values the whole program never reaches, e.g. a negative index that a mask removes.)"""
-    rng, seen = random.Random(12), set()
-    for _ in range(25):
+    """Both evidence forms decide each random claim the same way, and each certificate replays.
+    (The chain enumerates an integer tensor over the hull of its values, computed as whole-graph
+    evidence enumerates the inputs: ``chain.reachable_ranges``.)"""
+    rng, seen = random.Random(12), []
+    for _ in range(40):
         case = _random_case(rng)
-        whole, per_op = direct.verify(copy.deepcopy(case)), infer(copy.deepcopy(case))
-        assert whole.verified or not per_op.verified, case.impl
-        if per_op.verified:
+        whole, per_op = _run(direct.verify, case), _run(infer, case)
+        verdicts = (bool(whole and whole.verified), bool(per_op and per_op.verified))
+        assert verdicts[0] == verdicts[1], (verdicts, case.spec["nodes"], case.impl["nodes"])
+        if verdicts[0]:
             assert _replay(certificate.per_operator_certificate(per_op), tmp_path) == 0
-        if whole.verified:
             assert _replay(certificate.whole_graph_certificate(whole), tmp_path) == 0
-        seen.add((whole.verified, per_op.verified))
-    assert {(True, True), (False, False)} <= seen   # the generator makes both kinds
+        seen.append(verdicts[0])
+    assert 5 <= sum(seen) <= 35   # the generator makes both kinds
 
 
 def test_verify_never_writes_a_certificate_its_checker_refuses(tmp_path, capsys):
