@@ -2,7 +2,7 @@
 
 Integers are exact two's-complement values of their width, booleans numpy booleans; both are
 always concrete (integer inputs are enumerated). Floats are reals, never rounded: a claim is
-"over the reals", and float16/bfloat16 rounding (``low_precision``) is not modelled either. The
+"over the reals", and float16/bfloat16 rounding is not modelled either (replay says so). The
 one rounding modelled is a concrete integer converted to a float dtype (to nearest, ties to even;
 refused beyond the largest finite value). Anything else not exact for its dtype is refused.
 """
@@ -27,11 +27,6 @@ def bounds(dtype: str) -> tuple[int, int]:
     """Smallest and largest value of an integer dtype (bool: 0 and 1)."""
     bits, signed = INT_BITS.get(dtype, (1, False))
     return (-(1 << bits - 1), (1 << bits - 1) - 1) if signed else (0, (1 << bits) - 1)
-
-
-def low_precision(*graphs) -> list[str]:
-    """The dtypes of ``graphs``' tensors whose rounding is not modelled (float16, bfloat16)."""
-    return sorted({t.dtype for g in graphs for t in g.tensors.values()} & {"bfloat16", "float16"})
 
 
 def wrap(v: np.ndarray, dtype: str) -> np.ndarray:
