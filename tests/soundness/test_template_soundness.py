@@ -52,15 +52,18 @@ def test_dims_the_blocks_never_saw_are_rejected(cert, dims, tmp_path):
     assert not ok and "a block proves nothing about sizes it was not checked at" in why, why
 
 
-def test_engine_checks_blocks_at_the_template_sizes():
+def test_engine_checks_blocks_at_the_template_sizes(tmp_path, capsys):
     """The blocks are captured at the template's S and H: S=5, H=3 cannot be built, so nothing is VERIFIED."""
-    assert block_model(TemplateCase("t", 2, 1, 2, 1, 1, seq=5, hidden=3)).hidden == 3
-    try:
-        res = verify(TemplateCase("t", 2, 1, 2, 1, 1, seq=5, hidden=3))
-    except (ValueError, CheckError, RuntimeError) as e:  # the model does not split 3 over 2 heads
-        assert str(e)
-    else:
-        assert not res.ok, res.reason
+    from verifier.cli import main
+
+    assert block_model(TemplateCase("t", 2, 1, 2, 1, 1, seq=6, hidden=8)).seq == 6
+    with pytest.raises(ValueError, match="must be a multiple of 2 x 2 heads"):
+        verify(TemplateCase("t", 2, 1, 2, 1, 1, seq=5, hidden=3))
+    mod = tmp_path / "odd.py"
+    mod.write_text("from verifier.train.template import TemplateCase\n\n\ndef make_template():\n"
+                   "    return TemplateCase('odd', 2, 1, 2, 1, 1, seq=5, hidden=3)\n")
+    assert main(["verify", str(mod)]) == 2
+    assert "hidden 3 must be a multiple" in capsys.readouterr().err
 
 
 def _zero_outputs(g: dict) -> dict:

@@ -198,8 +198,11 @@ def block_model(tc: TemplateCase):
     """The model the blocks are verified at: the template's own sequence and hidden size, real TP degree."""
     from .models import ModelConfig
 
-    d = tc.dims()
-    return ModelConfig("llama", layers=1, hidden=d["H"], heads=max(2, tc.tp), ffn=2 * tc.tp, seq=d["S"])
+    d, heads = tc.dims(), max(2, tc.tp)
+    if d["H"] % (2 * heads) or d["S"] < 1:
+        raise ValueError(f"template '{tc.name}': hidden {d['H']} must be a multiple of 2 x {heads} heads "
+                         f"(rotary pairs, heads split over tp={tc.tp}), sequence {d['S']} positive")
+    return ModelConfig("llama", layers=1, hidden=d["H"], heads=heads, ffn=2 * tc.tp, seq=d["S"])
 
 
 @dataclass
@@ -269,6 +272,7 @@ def load_template(path: str) -> TemplateCase:
     tc = mod.make_template() if hasattr(mod, "make_template") else None
     if not isinstance(tc, TemplateCase):
         raise ValueError(f"{path}: make_template() must give a verifier.train.template.TemplateCase")
+    block_model(tc)     # sizes the blocks can be built at
     return tc
 
 
