@@ -284,11 +284,9 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
 
 
 def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16) -> str | None:
-    """Why the spec is not shown defined at any input (None: it is at a random input: every node
-    evaluated in float64 with no division by zero, no invalid operation and finite results; each
-    real input is drawn mixed, positive or negative).
-    Per-operator evidence assumes each operator's own side conditions; this is their conjunction,
-    shown satisfiable by a numeric witness (a true zero that rounds to a non-zero is not caught)."""
+    """Why the spec's side conditions are not shown satisfiable together (None: they hold at a random
+    input, each real input mixed, positive or negative: float64 evaluation without a division by zero
+    or invalid operation, every result finite; a true zero rounded to non-zero is not caught)."""
     rng = np.random.default_rng(0)
     for _ in range(tries):
         env = {}

@@ -60,10 +60,6 @@ def decide(a: Rat, b: Rat, seed: int = 0, hyps: list[Cond] | tuple = ()) -> Verd
     return Verdict(None, "unknown")
 
 
-def describe(c: Cond) -> str:
-    return f"{c[1]} {c[0][:-1]} 0"
-
-
 def _unique(cs: list[Cond]) -> dict[tuple[str, str], Cond]:
     return {(k, str(v)): (k, v) for k, v in cs}
 
@@ -77,7 +73,7 @@ def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
             continue
         names = variables(c[1])
         if not _query([h for h in hyps.values() if variables(h[1]) & names], c):
-            return (f"the impl may be undefined where the spec is defined: {describe(c)} "
+            return (f"the impl may be undefined where the spec is defined: {c[1]} {c[0][:-1]} 0 "
                     "does not follow from the spec's side conditions")
     return None
 
