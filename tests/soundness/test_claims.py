@@ -24,6 +24,8 @@ from verifier import certificate, direct
 from verifier.case import Case
 from verifier.ir import GraphBuilder
 from verifier.refine import infer
+from verifier.stages.certificate import staged_certificate
+from verifier.stages.run import verify_staged
 
 V, D, T = 4, 2, 2
 AR = "_c10d_functional.all_reduce.default"
@@ -96,24 +98,29 @@ def _without_range_rule(monkeypatch, make):
 
 @pytest.mark.parametrize("case", [NARROW, SPLIT], ids=["narrow", "two-ranks"])
 def test_range_attack_is_not_verified(case):
-    for engine in (direct.verify, infer):
+    for engine in (direct.verify, infer, verify_staged):
         with pytest.raises(Malformed, match="range"):
             engine(copy.deepcopy(case))
 
 
-@pytest.mark.parametrize("form", ["whole-graph", "per-operator"])
+def _certify(form: str, case: Case) -> dict | None:
+    """The certificate the engine writes for ``case`` in evidence ``form`` (None: not proved)."""
+    if form == "whole-graph":
+        r = direct.verify(copy.deepcopy(case))
+        return certificate.whole_graph_certificate(r) if r.verified else None
+    if form == "staged":
+        res = verify_staged(copy.deepcopy(case))
+        return staged_certificate(res) if res.verified else None
+    inf = infer(copy.deepcopy(case))
+    return certificate.per_operator_certificate(inf) if inf.verified else None
+
+
+@pytest.mark.parametrize("form", ["whole-graph", "per-operator", "staged"])
 @pytest.mark.parametrize("case", [NARROW, SPLIT], ids=["narrow", "two-ranks"])
 def test_range_attack_certificate_is_rejected(case, form, monkeypatch, tmp_path, capsys):
-    def make():
-        if form == "whole-graph":
-            r = direct.verify(copy.deepcopy(case))
-            return certificate.whole_graph_certificate(r) if r.verified else None
-        inf = infer(copy.deepcopy(case))
-        return certificate.per_operator_certificate(inf) if inf.verified else None
-    cert = _without_range_rule(monkeypatch, make)
+    cert = _without_range_rule(monkeypatch, lambda: _certify(form, case))
     if cert is None:   # that engine (without the rule) did not prove it: forge the claim by hand
-        cert = certificate.whole_graph_certificate(direct.verify(copy.deepcopy(CONTROL))) \
-            if form == "whole-graph" else certificate.per_operator_certificate(infer(copy.deepcopy(CONTROL)))
+        cert = _certify(form, CONTROL)
         impl = next(a for a in cert["subject"]["artifacts"] if a["id"] == "impl")
         impl["embedded"]["tensors"]["ids@r1"]["range"] = [0, 2]
         impl["sha256"] = hashlib.sha256(canonical_bytes(impl["embedded"])).hexdigest()
@@ -122,9 +129,8 @@ def test_range_attack_certificate_is_rejected(case, form, monkeypatch, tmp_path,
 
 
 def test_control_verifies_and_replays(tmp_path):
-    for cert in (certificate.whole_graph_certificate(direct.verify(copy.deepcopy(CONTROL))),
-                 certificate.per_operator_certificate(infer(copy.deepcopy(CONTROL)))):
-        assert _replay(cert, tmp_path) == 0
+    for form in ("whole-graph", "per-operator", "staged"):
+        assert _replay(_certify(form, CONTROL), tmp_path) == 0, form
 
 
 def test_unrelated_integer_impl_input_is_refused():
