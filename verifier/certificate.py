@@ -72,11 +72,14 @@ def write(cert: dict[str, Any], path: str) -> None:
         json.dump(cert, f, indent=1)
         f.write("\n")
     try:
-        bad = [r for r in replay(tmp) if not r.ok]
-    except CheckError as e:
-        bad = [ClaimResult("-", "-", False, str(e).replace(tmp, path))]
-    if bad:
-        os.unlink(tmp)
-        raise Rejected(f"{path}: not written: the checker refuses the certificate the engine made "
-                       f"(claim '{bad[0].claim}': {bad[0].detail})")
-    os.replace(tmp, path)
+        try:
+            bad = [r for r in replay(tmp) if not r.ok]
+        except CheckError as e:
+            bad = [ClaimResult("-", "-", False, str(e).replace(tmp, path))]
+        if bad:
+            raise Rejected(f"{path}: not written: the checker refuses the certificate the engine made "
+                           f"(claim '{bad[0].claim}': {bad[0].detail})")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
