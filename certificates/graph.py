@@ -51,6 +51,7 @@ class Node:
     attrs: dict[str, Any]
     rank: int | None = None
     group: list[int] | None = None
+    source: dict | None = None     # where the engine captured it (reports only; never checked against)
 
     def full_attrs(self, symbolic: bool) -> dict[str, Any]:
         """Attributes with defaults filled in, plus the evaluator's context keys."""
@@ -170,7 +171,12 @@ def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
     name = raw.get("name") if isinstance(raw, dict) else None
     _fail_if(not isinstance(name, str) or not name, where, f"node #{i}: missing 'name'")
     what = f"node '{name}'"
-    _only(raw, "name target rank group inputs outputs attrs meta", where, what)
+    _only(raw, "name target rank group inputs outputs attrs meta source", where, what)
+    src = raw.get("source", {})
+    line = src.get("line", 1) if isinstance(src, dict) else None
+    if not isinstance(src, dict) or set(src) - {"module", "file", "line"} or not _is_int(line) or not 0 < line < 10**9 \
+            or any(not isinstance(src.get(k, ""), str) or len(src.get(k, "")) > 300 for k in ("module", "file")):
+        raise Malformed(where, f"{what}: 'source' must be {{module, file: str of <= 300 chars, line: int > 0}}")
     target = _need(raw, "target", str, where, what)
     op = REGISTRY.get(target)
     _fail_if(op is None, where, f"{what}: unknown op '{target}' (not in the operator registry)")
@@ -187,7 +193,7 @@ def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
         _fail_if(k not in op.attrs, where, f"{what}: unknown attribute '{k}'")
     for k, v in op.attrs.items():
         _fail_if(v is REQ and k not in attrs, where, f"{what}: missing attribute '{k}'")
-    node = Node(name, target, op, ins, outs, attrs)
+    node = Node(name, target, op, ins, outs, attrs, source=src or None)
     if op.collective:
         _fail_if("rank" in raw, where, f"{what}: a collective names its 'group', not a 'rank'")
         node.group = _group(raw, node, tensors, world, where, what)

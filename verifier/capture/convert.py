@@ -28,6 +28,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from certificates.ops import REGISTRY
 
+from .locations import sources
+
 
 UNSUP = "<unsupported>"  # value of a node whose op is reported as unsupported
 
@@ -82,6 +84,7 @@ class Item:
     metas: list[Meta]
     group: list[int] | None = None    # collectives: global ranks; send/recv: [peer]
     fx: str = ""                      # the FX node it came from (for messages)
+    source: dict | None = None        # module path, file, line (verifier/capture/locations.py)
 
 
 @dataclass
@@ -180,6 +183,7 @@ class Converter:
         self.names: set[str] = {i.name for i in input_specs}
         self.unsupported: dict[str, int] = {}
         self.fresh = 0
+        self.sources = sources(gm)
 
     # ------------------------------------------------------------ names
     def _name(self, base: str) -> str:
@@ -198,7 +202,8 @@ class Converter:
         metas = [_meta(v, f"{self.where}: {target} (node '{fx.name}')") for v in vals]
         if names is None:
             names = [self._name(fx.name if len(vals) == 1 else f"{fx.name}_{i}") for i in range(len(vals))]
-        self.prog.items.append(Item(kind, target, list(inputs), names, attrs or {}, metas, group, fx.name))
+        self.prog.items.append(Item(kind, target, list(inputs), names, attrs or {}, metas, group, fx.name,
+                                    self.sources.get(fx)))
         return names
 
     # ------------------------------------------------------------ liveness
@@ -576,7 +581,7 @@ class Converter:
         peer = int(args["peer"])
         if P2P[t] == "send":
             self.prog.items.append(Item("send", "c10d.send_recv.default", [self._val(args["self"])], [],
-                                        {"tag": int(args["tag"])}, [], [peer], n.name))
+                                        {"tag": int(args["tag"])}, [], [peer], n.name, self.sources.get(n)))
             self.env[n] = self._val(args["self"])
         else:
             outs = self._emit("recv", "c10d.send_recv.default", [], n, {"tag": int(args["tag"])},

@@ -117,6 +117,12 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
         raise CaptureError(f"{name}: captured graph does not validate: {e}") from e
 
 
+def _locate(b: GraphBuilder, it: Item) -> None:
+    """The node just added gets the item's module path and source line (docs/ir.md ``source``)."""
+    if it.source:
+        b.obj["nodes"][-1]["source"] = dict(it.source)
+
+
 def _fix_dtypes(b: GraphBuilder, names, metas, it: Item, where: str) -> None:
     for t, m in zip(names, metas):
         if m.shape is None:
@@ -135,6 +141,7 @@ def _plain(b: GraphBuilder, it: Item, r: int, multi: bool) -> None:
         b.node(it.target, ins, outs, rank=r, name=outs[0], attrs=it.attrs)
     except Exception as e:
         raise CaptureError(f"rank {r}: {it.target} (node '{it.fx}'): {e}") from None
+    _locate(b, it)
     _fix_dtypes(b, outs, it.metas, it, f"rank {r}")
 
 
@@ -156,6 +163,7 @@ def _collective(b: GraphBuilder, key, parts: list[Item], members: list[int], mul
         b.node(first.target, ins, outs, group=members, name=f"{_short(first.target)}_{k}", attrs=attrs)
     except Exception as e:
         raise CaptureError(f"{first.target} on group {members}: {e}") from None
+    _locate(b, first)
     for m, it, o in zip(members, parts, outs):
         _fix_dtypes(b, [o], it.metas, it, f"rank {m}")
 
@@ -166,4 +174,5 @@ def _send_recv(b: GraphBuilder, key, parts: list[Item], multi: bool, k: int) -> 
     src = _sfx(snd.inputs[0], s, multi)
     dst = _sfx(rcv.outputs[0], d, multi)
     b.node("c10d.send_recv.default", [src], [dst], group=[s, d], name=f"send_recv_{k}")
+    _locate(b, snd)
     _fix_dtypes(b, [dst], rcv.metas, rcv, f"rank {d}")

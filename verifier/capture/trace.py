@@ -21,6 +21,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from .convert import CaptureError, Converter, Input, RankProgram, dtype_name, ir_name
 from .decomp import DECOMPOSITIONS
 from .dist import group_ranks, traceable_collectives
+from .locations import backward_locations, module_paths
 
 
 @dataclass
@@ -126,11 +127,13 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         wrt = ps + [xs[k] for k in diff_inputs]
         if loss is not None:
             lval = loss(out, **dict(zip(names_l, rest)))
+            backward_locations([lval])
             grads = torch.autograd.grad(lval, wrt, allow_unused=True)
             outs = outs + [lval]
         else:
             seeds = rest[len(names_l):]
             pairs = [(o, s) for o, s in zip(outs, seeds) if o.requires_grad]
+            backward_locations([o for o, _ in pairs])
             grads = torch.autograd.grad([o for o, _ in pairs], wrt, [s for _, s in pairs],
                                         allow_unused=True)
         return outs + [g for g in grads if g is not None], [g is not None for g in grads]
@@ -175,9 +178,9 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         return res
 
     try:
-        with traceable_collectives():
+        with traceable_collectives(), module_paths(module):
             gm = make_fx(traced, tracing_mode="fake", decomposition_table=decompositions or DECOMPOSITIONS,
-                         _allow_non_fake_inputs=True)(*example)
+                         _allow_non_fake_inputs=True, record_stack_traces=True)(*example)
     except CaptureError:
         raise
     except Exception as e:  # data-dependent control flow, fake-tensor gaps, ...

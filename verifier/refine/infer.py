@@ -41,6 +41,11 @@ class Failure:
     tried: dict[str, list[str]]             # candidates per output, with why each failed
     explored: list[Node] = field(default_factory=list)
 
+    @property
+    def location(self) -> dict | None:
+        """The failing spec operator's ``{"module", "file", "line"}`` as captured (keys that are known)."""
+        return dict(self.node.source) if self.node is not None and self.node.source else None
+
 
 @dataclass
 class Inference:
