@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .dtypes import bounds, cast
+from .dtypes import bounds, cast, to_real
 from .poly import MAX_EXPONENT, Rat, apply, to_fraction
 
 REQ = object()  # marks a required attribute
@@ -252,10 +252,17 @@ op("aten.linear.default", "input weight bias?", shape=_linear_shape, axes=_linea
 
 # ---------------------------------------------------------------- elementwise
 
-def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False) -> None:
+def _integral(v) -> bool:
+    return v is None or isinstance(v, (bool, int)) or isinstance(v, np.ndarray) and v.dtype.kind in "iub"
+
+
+def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False, arith: str = "") -> None:
+    """``arith``: "ring" (+ - *: integers stay integers unless a real takes part) or "div" (true division)."""
     @op(targets, "self other?", {"other": None, **({"alpha": 1} if alpha else {})}, axes=_ew_rule,
         shape=lambda s, a: [_bcast(*s)] if len(s) == 2 else [s[0]])
     def run(xs, a):
+        if a["_symbolic"] and (arith == "div" or arith and not all(map(_integral, [*xs, a["other"], a.get("alpha")]))):
+            xs = [to_real(v, "float64", True) if _integral(v) else v for v in xs]  # exact reals, not float64
         x = xs[0]
         _fail_if(len(xs) < 2 and a.get("other") is None, "needs a tensor or a scalar 'other'")
         o = xs[1] if len(xs) == 2 else _lift(x, _scalar(a["other"]))
@@ -265,11 +272,11 @@ def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False)
         return [np.asarray(fn(x, o))]
 
 
-_binary("aten.add.Tensor aten.add.Scalar", lambda x, y: x + y, alpha=True)
-_binary("aten.sub.Tensor aten.sub.Scalar", lambda x, y: x - y, alpha=True)
-_binary("aten.rsub.Scalar aten.rsub.Tensor", lambda x, y: y - x, alpha=True, rsub=True)
-_binary("aten.mul.Tensor aten.mul.Scalar", lambda x, y: x * y)
-_binary("aten.div.Tensor aten.div.Scalar", lambda x, y: x / y)
+_binary("aten.add.Tensor aten.add.Scalar", lambda x, y: x + y, alpha=True, arith="ring")
+_binary("aten.sub.Tensor aten.sub.Scalar", lambda x, y: x - y, alpha=True, arith="ring")
+_binary("aten.rsub.Scalar aten.rsub.Tensor", lambda x, y: y - x, alpha=True, rsub=True, arith="ring")
+_binary("aten.mul.Tensor aten.mul.Scalar", lambda x, y: x * y, arith="ring")
+_binary("aten.div.Tensor aten.div.Scalar", lambda x, y: x / y, arith="div")
 _binary("aten.maximum.default", _maximum)
 for _n, _f in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                "eq": np.equal, "ne": np.not_equal}.items():

@@ -125,6 +125,24 @@ def test_symbolic_truncation_is_refused_with_a_reason():
                          refinement.parse_relation(out, spec, impl, "out", False))
 
 
+def _check(pair: Pair) -> bool:
+    s, g, rin, out = pair
+    spec, impl = parse_graph(s, "spec"), parse_graph(g, "impl")
+    return all(o.holds for o in refinement.check(spec, impl, refinement.parse_relation(rin, spec, impl, "in", True),
+                                                 refinement.parse_relation(out, spec, impl, "out", False)))
+
+
+def test_integers_meeting_reals_are_exact_reals_not_float64():
+    """Over the reals, int x + 1e-17 is not x (float64 would round it away), and x * 0.1 * 10 is."""
+    scaled = [("aten.mul.Scalar", "float32", {"other": 0.1}), ("aten.mul.Scalar", "float32", {"other": 10})]
+    assert not _check(_chain_pair("int64", [cast("float32")], [add("float32", 1e-17)], rng=(0, 4)))
+    assert _check(_chain_pair("int64", [cast("float32")], scaled, rng=(0, 4)))
+    assert _check(_chain_pair("int64", [cast("float32"), ("aten.div.Scalar", "float32", {"other": 3}),
+                                        ("aten.mul.Scalar", "float32", {"other": 3})],
+                              [("aten.div.Scalar", "float32", {"other": 3}), ("aten.mul.Scalar", "float32", {"other": 3})],
+                              rng=(0, 4)))
+
+
 def test_a_dtype_attribute_must_match_the_declared_result():
     s, g, _, _ = _chain_pair("float32", [cast("int32")])
     g["tensors"]["x0"]["dtype"] = "float32"
