@@ -107,7 +107,11 @@ def _run_child(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Replay and print each claim (what it states, then its verdict) and a verdict line."""
     start = time.monotonic()
-    out = _run_child(args)
+    return show(args, _run_child(args), start)
+
+
+def show(args: argparse.Namespace, out: dict, start: float) -> int:
+    """Print the replay child's ``out`` (``_run_child``); its exit code."""
     if "results" not in out:
         print(f"pvcert replay: {out['line']}", file=sys.stderr)
         return out["code"]

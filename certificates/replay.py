@@ -186,6 +186,9 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
             results.append(ClaimResult(cid, kind, False, str(e)))
         if results[-1].ok:
             results[-1].shown = describe(claim, ev, arts, sha)
+    prov = cert["header"].get("provenance")   # shown to the auditor, never checked: not part of any claim
+    if results and isinstance(prov, dict):
+        results[0].shown.append(f"provenance (not checked): {json.dumps(prov, separators=(',', ':'))[:800]}")
     if spec is not None:
         results.append(_spec_matches(claims, arts, sha, spec))
     return results

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,15 +15,26 @@ from certificates import approx, cli as checker_cli
 from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
 from certificates.limits import Limits
 
-from .verdict import EXIT, REFUTED, UNKNOWN, Verdict, unknown_help
+from .output import Record
+from .progress import Progress
+from .verdict import EXIT, REFUTED, UNKNOWN, VERIFIED, Verdict, unknown_help
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from .case import load_case
+    from .case import Case, load_case
+    from .provenance import user_sources
 
-    if args.case.endswith(".py") and _defines(args.case, "make_template"):
+    if isinstance(args.case, Case):   # the Python API's in-memory case
+        case, args.sources = args.case, []
+    elif args.case.endswith(".py") and _defines(args.case, "make_template"):
         return _verify_template(args)
-    case = load_case(args.case)
+    else:
+        before, t0 = set(sys.modules), time.monotonic()
+        with args.progress.phase("capture" if args.case.endswith(".py") else "load"):
+            case = load_case(args.case)
+        args.record.timing["capture_s"] = time.monotonic() - t0
+        args.sources = user_sources(args.case, before)
+    args.record.name = case.name
     limits = Limits(seconds=args.timeout)
     if case.approximations:
         approx.apply(case.spec, case.approximations, f"{args.case}: approximations")   # malformed: exit 2
@@ -50,39 +61,40 @@ def _defines(path: str, name: str) -> bool:
 
 def _verify_template(args: argparse.Namespace) -> int:
     """A templated plan (``make_template()``, docs/templates.md): blocks, then the wiring."""
-    from . import certificate
+    from .provenance import user_sources
     from .train.template import load_template, verify
 
-    t0 = time.perf_counter()
+    t0, before = time.perf_counter(), set(sys.modules)
     try:
-        tc = load_template(args.case)
+        with args.progress.phase("capture"):
+            tc = load_template(args.case)
     except ValueError as e:
         raise Malformed(args.case, str(e)) from None
-    res = verify(tc)
+    args.sources, args.record.name = user_sources(args.case, before), tc.name
+    with args.progress.phase("proving (blocks, wiring)"):
+        res = verify(tc)
     secs = time.perf_counter() - t0
     if not res.ok:   # the template engine runs no program: no counterexample to show
         v = Verdict(UNKNOWN, tc.name, res.reason, ["verify the same plan as a plan module (make_case) for a "
                                                    "per-operator report and a counterexample search"])
-        print("\n".join(v.lines(secs)))
-        return v.exit_code
+        return _emit(args, v, secs)
+    args.record.timing.update(res.times)
     if args.emit_cert:
-        certificate.write(res.cert, args.emit_cert)
-        print(f"certificate written to {args.emit_cert}")
-    print(f"VERIFIED {tc.name}: {res.reason}; blocks {res.times['blocks_s']:.1f} s, "
-          f"wiring {res.times['wiring_s']:.1f} s ({secs:.1f} s)")
-    return ACCEPT
+        _write_cert(args, res.cert)
+    return _emit(args, Verdict(VERIFIED, tc.name, f"{res.reason}; blocks {res.times['blocks_s']:.1f} s, "
+                               f"wiring {res.times['wiring_s']:.1f} s"), secs)
 
 
 def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
-    from . import certificate
     from .refine import report
     from .stages.certificate import staged_certificate
     from .stages.run import summary, verify_staged
 
-    show = _progress() if sys.stderr.isatty() else None
-    res = verify_staged(case, jobs=args.jobs, executor=args.executor, reduce=not args.full_shapes, limits=limits,
-                        seed=args.seed, progress=(lambda phase, k, n: show(k, n, phase)) if show else None)
+    with args.progress.phase("staged") as p:
+        res = verify_staged(case, jobs=args.jobs, executor=args.executor, reduce=not args.full_shapes,
+                            limits=limits, seed=args.seed, progress=lambda phase, k, n: p.update(k, n, phase))
     s, r = summary(res), res.inference.prepared
+    args.record.timing.update({k: s[k] for k in ("reduce_s", "infer_s", "prove_s") if k in s})
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
           f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), staged"
           + (f", reduced to {s['volume'][1]} of {s['volume'][0]} elements" if s["volume"] else ""))
@@ -96,24 +108,23 @@ def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
         return _not_proved(direct.prepare(case, limits), case.name, "staged: not proved", args, limits,
                            s["total_s"])
     if args.emit_cert:
-        certificate.write(staged_certificate(res), args.emit_cert)
-        print(f"certificate written to {args.emit_cert}")
-    print(f"VERIFIED {case.name}: {s['stages']} stages in {s['classes']} classes"
-          f"{' (sequential fallback)' if s['fallback'] else ''}; reduce {s['reduce_s']:.2f} s, "
-          f"infer {s['infer_s']:.2f} s, prove {s['prove_s']:.2f} s ({s['total_s']:.2f} s)")
-    return ACCEPT
+        _write_cert(args, staged_certificate(res))
+    return _emit(args, Verdict(VERIFIED, case.name, f"{s['stages']} stages in {s['classes']} classes"
+                               f"{' (sequential fallback)' if s['fallback'] else ''}; reduce {s['reduce_s']:.2f} s, "
+                               f"infer {s['infer_s']:.2f} s, prove {s['prove_s']:.2f} s"), s["total_s"])
 
 
 def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
     from . import certificate, direct
 
-    r = direct.verify(case, seed=args.seed, limits=limits)
+    with args.progress.phase("proving (whole graph)"):
+        r = direct.verify(case, seed=args.seed, limits=limits)
+    args.record.timing["prove_s"] = r.seconds
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
           f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), whole-graph")
     if r.counterexample:
         v = Verdict(REFUTED, case.name, f"'{r.counterexample.output}' differs", evidence=r.counterexample.lines())
-        print("\n".join(v.lines(r.seconds)))
-        return v.exit_code
+        return _emit(args, v, r.seconds, r.counterexample)
     for o in r.outcomes:
         how = ", ".join(f"{k} {m}" for m, k in sorted(o.methods.items()))
         print(f"  {o.spec} = {o.expr}: {'proved' if o.holds else 'FAILED'} ({o.elements} elements"
@@ -123,21 +134,20 @@ def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
         v = Verdict(UNKNOWN, case.name, f"{len(failed)} of {len(r.outcomes)} output equations not proved, no "
                     f"counterexample on {direct.TRIES} random input draws",
                     unknown_help(r.spec.outputs, set(r.expect), "the per-operator engine (the default)"))
-        print("\n".join(v.lines(r.seconds)))
-        return v.exit_code
+        return _emit(args, v, r.seconds)
     if args.emit_cert:
-        certificate.write(certificate.whole_graph_certificate(r), args.emit_cert)
-        print(f"certificate written to {args.emit_cert}")
-    print(f"VERIFIED {case.name} ({r.seconds:.2f} s)")
-    return ACCEPT
+        _write_cert(args, certificate.whole_graph_certificate(r))
+    return _emit(args, Verdict(VERIFIED, case.name), r.seconds)
 
 
 def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
     from . import certificate
     from .refine import infer, report
 
-    inf = infer(case, seed=args.seed, limits=limits, progress=_progress() if sys.stderr.isatty() else None)
+    with args.progress.phase("inference") as p:
+        inf = infer(case, seed=args.seed, limits=limits, progress=p.update)
     r = inf.prepared
+    args.record.timing["infer_s"] = inf.seconds
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
           f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), per-operator")
     if inf.failure is not None:
@@ -156,11 +166,9 @@ def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
     for o in inf.outcomes[-sum(len(v) for v in r.expect.values()):]:
         print(f"  expectation {o.spec} = {o.expr}: met")
     if args.emit_cert:
-        certificate.write(certificate.per_operator_certificate(inf), args.emit_cert)
-        print(f"certificate written to {args.emit_cert}")
-    print(f"VERIFIED {case.name}: {len(inf.steps)} operators, {inf.obligations} distinct obligations "
-          f"({inf.reused} reused) ({inf.seconds:.2f} s)")
-    return ACCEPT
+        _write_cert(args, certificate.per_operator_certificate(inf))
+    return _emit(args, Verdict(VERIFIED, case.name, f"{len(inf.steps)} operators, {inf.obligations} distinct "
+                               f"obligations ({inf.reused} reused)"), inf.seconds)
 
 
 def _not_proved(r, name: str, tried: str, args: argparse.Namespace, limits: Limits, seconds: float) -> int:
@@ -170,31 +178,44 @@ def _not_proved(r, name: str, tried: str, args: argparse.Namespace, limits: Limi
 
     t0 = time.monotonic()
     try:
-        cx = direct.refute(r, args.seed, limits)
+        with args.progress.phase("counterexample search"):
+            cx = direct.refute(r, args.seed, limits)
     except CheckError as e:   # e.g. a limit at full size: the search is best effort
         cx, tried = None, f"{tried}; the counterexample search stopped: {e}"
+    args.record.timing["search_s"] = time.monotonic() - t0
     seconds += time.monotonic() - t0
     if cx is not None:
-        v = Verdict(REFUTED, name, f"'{cx.output}' differs ({tried})", evidence=cx.lines())
-    else:
-        v = Verdict(UNKNOWN, name, f"{tried}; no counterexample on {direct.TRIES} random input draws",
-                    unknown_help(r.spec.outputs, set(r.expect), "--engine whole-graph"))
+        return _emit(args, Verdict(REFUTED, name, f"'{cx.output}' differs ({tried})", evidence=cx.lines()),
+                     seconds, cx)
+    return _emit(args, Verdict(UNKNOWN, name, f"{tried}; no counterexample on {direct.TRIES} random input draws",
+                               unknown_help(r.spec.outputs, set(r.expect), "--engine whole-graph")), seconds)
+
+
+def _emit(args: argparse.Namespace, v: Verdict, seconds: float, cx=None) -> int:
+    """Print a verdict (its evidence and help, then the verdict line) and record it; its exit code."""
     print("\n".join(v.lines(seconds)))
+    rec = args.record
+    rec.verdict = v.word
+    rec.result(v.name, v.word, v.reason, seconds=round(seconds, 4))
+    if cx is not None:
+        rec.refute(cx)
+    if v.word == UNKNOWN:
+        rec.undecided = {"tried": v.reason, "help": v.help}
     return v.exit_code
 
 
-def _progress():
-    """A progress line on the terminal, redrawn at most every half second."""
-    last = [0.0]
+def _write_cert(args: argparse.Namespace, cert: dict) -> None:
+    """Add the run's provenance to ``cert``, write it where ``--emit-cert`` says (the checker replays it
+    first, ``certificate.write``) and record it."""
+    from . import certificate
+    from .provenance import provenance
 
-    def show(done: int, total: int, op: str) -> None:
-        now = time.monotonic()
-        if now - last[0] > 0.5:
-            last[0] = now
-            print(f"\r  operator {done + 1}/{total}: {op[:50]:50s}", end="", file=sys.stderr, flush=True)
-        if done + 1 == total:
-            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
-    return show
+    t0 = time.monotonic()
+    cert["header"]["provenance"] = args.record.provenance = provenance(args.sources)
+    certificate.write(cert, args.emit_cert)
+    args.record.timing["certificate_s"] = time.monotonic() - t0
+    args.record.certificate, args.record.certificate_path = cert, args.emit_cert
+    print(f"certificate written to {args.emit_cert}")
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
@@ -220,29 +241,63 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     if unknown:
         raise Malformed(args.launch or str(base / "pairs.json"), f"no pair named '{unknown[0]}'")
     ok, words, certified = True, set(), []
-    for name in names:
+    args.sources = [args.launch or str(base / "pairs.json")]
+    for k, name in enumerate(names):
         t0 = time.monotonic()
-        report = check_pair(pairs[name], base)
+        with args.progress.phase(f"kernel pair {k + 1}/{len(names)} {name}"):
+            report = check_pair(pairs[name], base)
         expected = (pairs[name].get("expected") or {}).get("verdict")
         ok &= report.verdict == expected if args.check_expected else report.verdict == "equivalent"
         words.add(word := _kernel_verdict(report.verdict))
         side = f" ({report.kernel})" if report.kernel else ""
         print(f"{name:40s} {word:9s} {report.verdict + side:28s} {time.monotonic() - t0:7.2f} s"
               f"{'' if expected in (None, report.verdict) else f'  (expected {expected})'}")
-        if report.verdict != "equivalent" or args.verbose:
-            print(f"    {report.message}")
+        args.record.result(name, word, report.message, seconds=round(time.monotonic() - t0, 4),
+                           kernel_verdict=report.verdict, expected=expected, mismatch=_jsonable(report.mismatch))
+        print(f"    {report.message}")   # for an equivalent pair: which CTA(s) and outputs
         if args.emit_cert and report.verdict == "equivalent":
             certified.append(pair_claim(name, pairs[name], base, report))
     if args.emit_cert:
         if certified:
-            from .certificate import write
-            write(kernel_certificate(certified), args.emit_cert)
+            _write_cert(args, kernel_certificate(certified))
             print(f"certificate: {len(certified)} equivalent pair(s) written to {args.emit_cert}")
         else:
             print("certificate: not written (no pair was proved equivalent)")
+    args.record.verdict = REFUTED if REFUTED in words else UNKNOWN if UNKNOWN in words else VERIFIED
     if args.check_expected or ok:
         return ACCEPT if ok else REJECT
     return EXIT[REFUTED] if REFUTED in words else EXIT[UNKNOWN]
+
+
+def _jsonable(x):
+    """``x`` with tuples as lists and other non-JSON values as strings (a kernel mismatch's witness)."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x if x is None or isinstance(x, (bool, int, float, str)) else str(x)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """``pvcert replay``: the checker's own command (certificates/cli.py), recorded for --json/--junitxml."""
+    t0 = time.monotonic()
+    with args.progress.phase("replay"):
+        out = checker_cli._run_child(args)
+    rec = args.record
+    rec.timing["replay_s"] = time.monotonic() - t0
+    if "results" not in out:
+        word, _, msg = out["line"].partition(": ")
+        file, _, msg = msg.partition(": ")
+        rec.verdict, rec.exit_code = ("REJECT", out["code"]) if out["code"] == REJECT else ("ERROR", out["code"])
+        (rec.errors if rec.verdict == "ERROR" else []).append(
+            {"kind": word, "file": file, "element": None, "message": msg})
+        if rec.verdict == "REJECT":
+            rec.result(file, "REJECT", msg)
+    for r in out.get("results", []):
+        rec.result(r["claim"], "ACCEPT" if r["ok"] else "REJECT", r["detail"], kind=r["kind"], shown=r["shown"])
+    if rec.results and not rec.errors:
+        rec.verdict = "ACCEPT" if all(r["verdict"] == "ACCEPT" for r in rec.results) else "REJECT"
+    return checker_cli.show(args, out, t0)
 
 
 def _kernel_verdict(v: str) -> str:
@@ -300,7 +355,7 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(run=cmd_verify)
     r = sub.add_parser("replay", help="re-check a certificate with the independent checker")
     checker_cli.add_arguments(r)
-    r.set_defaults(run=checker_cli.run)
+    r.set_defaults(run=cmd_replay)
     g = sub.add_parser("validate", help="validate graph IR files")
     g.add_argument("graphs", nargs="+")
     g.set_defaults(run=cmd_validate)
@@ -321,6 +376,12 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(run=cmd_bench)
     for sp in (v, g, o, b, k):
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
+    for sp in (v, k, r):   # docs/output.md
+        sp.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout (docs/schema/output-v1.json); text goes to stderr")
+        sp.add_argument("--junitxml", metavar="FILE", help="write a JUnit XML report here (one testcase per "
+                        "claim, pair or case)")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return p
 
 
@@ -342,14 +403,9 @@ def version() -> str:
     """pvcert's version, with the git commit when it runs from a checkout."""
     from . import __version__
 
-    root, commit = Path(__file__).resolve().parents[1], ""
-    if (root / ".git").exists():
-        try:
-            r = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                               text=True, timeout=5)
-            commit = r.stdout.strip() if r.returncode == 0 else ""
-        except (OSError, subprocess.SubprocessError):
-            pass
+    from .provenance import git_commit
+
+    commit = git_commit()
     return f"pvcert {__version__}" + (f" (git {commit})" if commit else "")
 
 
@@ -366,7 +422,40 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
-    if args.command == "replay":
+    rec = execute(args)
+    if getattr(args, "junitxml", None):
+        try:
+            Path(args.junitxml).write_text(rec.junit())
+        except OSError as e:
+            print(f"pvcert {args.command}: MALFORMED: {args.junitxml}: cannot write the JUnit report "
+                  f"({e.strerror})", file=sys.stderr)
+            return MALFORMED
+    if getattr(args, "json", False):
+        print(rec.dumps(version()))
+    return rec.exit_code
+
+
+def execute(args: argparse.Namespace) -> Record:
+    """Run a parsed command as ``pvcert`` does (the Python API too): its text goes to stdout (to stderr
+    with ``--json``); what it found is returned, with ``exit_code`` the command's exit code."""
+    subject = {"verify": "case", "replay": "certificate"}.get(args.command)
+    subject = getattr(args, subject, None) if subject else getattr(args, "launch", None) or getattr(args, "corpus", "")
+    args.record = rec = Record(args.command, str(getattr(subject, "name", subject)))
+    args.progress = Progress(quiet=getattr(args, "quiet", False))
+    t0 = time.monotonic()
+    with contextlib.redirect_stdout(sys.stderr if getattr(args, "json", False) else sys.stdout):
+        rec.exit_code = _run(args)
+    rec.timing["total_s"] = time.monotonic() - t0
+    if rec.verdict is None:   # a command that ended without a verdict of its own
+        rec.verdict = {0: "ACCEPT" if args.command == "replay" else VERIFIED, 1: "REJECT",
+                       EXIT[UNKNOWN]: UNKNOWN}.get(rec.exit_code, "ERROR")
+    return rec
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``args.run(args)``; a check error, an interrupt or a defect as one line on stderr, and recorded."""
+    rec = args.record
+    if args.command == "replay":   # the checker reports its own errors
         return args.run(args)
     try:
         return args.run(args)
@@ -376,18 +465,25 @@ def _main(argv: list[str] | None) -> int:
             if args.debug:
                 raise
             print(f"pvcert {args.command}: UNKNOWN: {e}", file=sys.stderr)
+            rec.verdict, rec.undecided = UNKNOWN, {"tried": str(e), "help": []}
+            rec.result(rec.name or rec.subject, UNKNOWN, str(e))
             return EXIT[UNKNOWN]
+        rec.error(e)
         return checker_cli.fail(f"pvcert {args.command}", e, args.debug)
     except KeyboardInterrupt:
         print(f"pvcert {args.command}: interrupted", file=sys.stderr)
+        rec.verdict = "ERROR"
+        rec.errors.append({"kind": "LIMIT", "file": rec.subject, "element": None, "message": "interrupted"})
         return LIMIT
     except BrokenPipeError:
         raise
     except Exception as e:
         if args.debug:
             raise
-        print(f"pvcert {args.command}: internal error ({type(e).__name__}: {e}); rerun with --debug "
-              "and report it", file=sys.stderr)
+        msg = f"internal error ({type(e).__name__}: {e}); rerun with --debug and report it"
+        print(f"pvcert {args.command}: {msg}", file=sys.stderr)
+        rec.verdict = "ERROR"
+        rec.errors.append({"kind": "INTERNAL", "file": rec.subject, "element": None, "message": msg})
         return MALFORMED
 
 
