@@ -650,10 +650,12 @@ INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 
 def _full(size, value, a):
     """A constant tensor: concrete for integer dtypes, else in the evaluation's element type."""
-    if a.get("dtype") in INT_DTYPES:
-        lo, hi = bounds(a["dtype"]) if a["dtype"] != "bool" else (-math.inf, math.inf)
-        _fail_if(not lo <= int(value) <= hi, f"fill value {value} does not fit {a['dtype']}")
-        return [np.full(tuple(size), int(value), dtype=bool if a["dtype"] == "bool" else np.int64)]
+    if a.get("dtype") == "bool":
+        return [np.full(tuple(size), value != 0, dtype=bool)]
+    if a.get("dtype") in INT_DTYPES:  # truncated toward zero; torch refuses values beyond the dtype
+        _fail_if(not bounds(a["dtype"])[0] <= int(value) <= bounds(a["dtype"])[1],
+                 f"fill value {value} does not fit {a['dtype']}")
+        return [np.full(tuple(size), int(value), dtype=np.int64)]
     if a["_symbolic"]:
         return [np.full(tuple(size), Rat.of(value), dtype=object)]
     return [np.full(tuple(size), float(value))]

@@ -143,6 +143,21 @@ def test_integers_meeting_reals_are_exact_reals_not_float64():
                               rng=(0, 4)))
 
 
+@pytest.mark.parametrize("value, dtype, want", [(0.5, "bool", True), (0, "bool", False), (-2.5, "int32", -2),
+                                                (255, "uint8", 255), (300, "uint8", None), (-1, "uint8", None)])
+def test_factory_fill_values_are_cast_as_torch_does(value, dtype, want):
+    """``full(value, dtype)``: bool is ``!= 0``, integers truncate; torch refuses values beyond the dtype."""
+    from certificates.ops import REGISTRY, ShapeError
+    run = REGISTRY["aten.full.default"].run
+    attrs = {"size": [1], "fill_value": value, "dtype": dtype, "_symbolic": True, "_group": None}
+    if want is None:
+        with pytest.raises(ShapeError, match="does not fit"):
+            run([], attrs)
+    else:
+        assert run([], attrs)[0].tolist() == [want]
+        assert torch.full((1,), value, dtype=TORCH_ALL[dtype]).tolist() == [want]
+
+
 def test_a_dtype_attribute_must_match_the_declared_result():
     s, g, _, _ = _chain_pair("float32", [cast("int32")])
     g["tensors"]["x0"]["dtype"] = "float32"
@@ -163,6 +178,7 @@ def test_low_precision_casts_verify_over_the_reals_and_replay_says_so(tmp_path):
 
 DTYPES = ("float32", "int32", "int64", "int8", "uint8", "bool")
 TORCH = {d: getattr(torch, d) for d in DTYPES}
+TORCH_ALL = {**TORCH, "int16": torch.int16, "float64": torch.float64}
 
 
 def _values(dtype: str) -> list:
