@@ -1351,6 +1351,17 @@ def _compile(ins: Instr):  # noqa: C901
         def g(regs):
             k = b(regs) & 0xFFFFFFFF
             return a(regs) << k if k < n else 0
+    elif op == "shr" and len(rds) == 2:
+        a, b = rds
+        n, signed = _bits(ty), _signed(ty)
+        def g(regs):
+            k = b(regs) & 0xFFFFFFFF
+            return a(regs) >> min(k, n) if signed else (a(regs) & ((1 << n) - 1)) >> k if k < n else 0
+    elif op == "mul" and mode == "hi" and len(rds) == 2:
+        a, b = rds
+        n = _bits(ty)
+        def g(regs):
+            return (_wrap(a(regs), ty) * _wrap(b(regs), ty)) >> n
     elif op in ("mul", "mad") and mode in ("lo", "wide") and len(rds) == (2 if op == "mul" else 3):
         if mode == "wide":
             wrap_t = ty[0] + str(2 * _bits(ty))
