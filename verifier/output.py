@@ -34,6 +34,7 @@ class Record:
     certificate_path: str | None = None   # where the certificate was written
     certificate: dict | None = None       # the certificate itself (API only, not in the JSON)
     provenance: dict | None = None        # the run's provenance (as written into a certificate)
+    output: str = ""                      # the text the command printed (API only, not in the JSON)
 
     @property
     def verified(self) -> bool:
@@ -85,7 +86,7 @@ class Record:
         rows = self.results or [{"name": self.name or self.subject, "verdict": self.verdict,
                                  "detail": "; ".join(e["message"] for e in self.errors)}]
         for r in rows:
-            case = ET.SubElement(suite, "testcase", classname=f"pvcert.{self.command}.{self.subject}",
+            case = ET.SubElement(suite, "testcase", classname=f"pvcert.{self.command}",
                                  name=r["name"], time=f"{r.get('seconds', 0.0):.3f}")
             tag = ("failure" if r["verdict"] in FAILED else "skipped" if r["verdict"] in SKIPPED
                    else "error" if r["verdict"] == "ERROR" else None)

@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, TextIO
 
-EVERY = float(os.environ.get("PVCERT_PROGRESS_EVERY", "5"))   # seconds between two plain lines
+EVERY = float(os.environ.get("PVCERT_PROGRESS_EVERY", "10"))   # seconds between two plain lines
 
 
 class Progress:
