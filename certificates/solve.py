@@ -111,7 +111,7 @@ def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
     return None
 
 
-def _smt(a: Rat, b: Rat, which: str, hyps: list[Cond]) -> bool | None:
+def _smt(a: Rat, b: Rat, which: str, hyps: list[Cond] | tuple = ()) -> bool | None:
     """True if the solver proves ``a == b`` under ``hyps``, None if it cannot (or is not installed)."""
     try:
         if which == "z3":
