@@ -35,8 +35,8 @@ def git_commit() -> str | None:
 
 def user_sources(case: str, before: set[str]) -> list[str]:
     """The user's files behind a case: the case file, the graphs a JSON case names, and each module
-    loaded by capture (not in ``before``) or living beside the case, outside Python, its site-packages
-    and pvcert's own ``verifier``/``certificates``."""
+    loaded by capture (not in ``before``) or living beside the case, outside Python's library, any
+    site-packages and pvcert's own packages."""
     out = [os.path.abspath(case)]
     if case.endswith(".json"):
         try:
@@ -47,14 +47,16 @@ def user_sources(case: str, before: set[str]) -> list[str]:
             pass
         return out
     system = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    system |= {str(ROOT / "verifier"), str(ROOT / "certificates")}
+    system |= {str(ROOT / d) for d in ("verifier", "certificates", "pvcert")}
     here = os.path.dirname(out[0])
     for name, m in list(sys.modules.items()):
         f = getattr(m, "__file__", None)
-        if not f or not f.endswith(".py"):
+        if not isinstance(f, str) or not f.endswith(".py") or not os.path.isabs(f):   # torch.ops: '_ops.py'
             continue
         f = os.path.realpath(f)
-        if (name not in before or os.path.dirname(f) == here) and not any(f.startswith(p + os.sep) for p in system):
+        installed = {"site-packages", "dist-packages"} & set(Path(f).parts)
+        if (name not in before or os.path.dirname(f) == here) and not installed and \
+                not any(f.startswith(p + os.sep) for p in system):
             out.append(f)
     return sorted(set(out), key=out.index)
 
