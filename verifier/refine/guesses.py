@@ -176,18 +176,22 @@ def _builder(t: terms.Term):
 def replay(steps: list, env: dict, region) -> bool:
     """Extend ``env`` (canonical name -> this step's tensor) along a recipe (``Twin``): each
     node is matched to a reader of a tensor already named doing the same (target,
-    attributes, inputs at named slots). False where a node finds no match (the guess is
-    then partial)."""
-    reading = region.reading
+    attributes, inputs at named slots), each impl node to one recipe node at most (two
+    gathers of one weight, forward and backward, are two nodes). A node that finds no
+    match leaves its outputs unnamed and the rest of the recipe goes on: one rank's missing
+    node (no send after the last pipeline stage) must not cost the other ranks' equations.
+    False where some node found no match (the guess is then partial)."""
+    reading, whole, used = region.reading, True, set()
     for target, attrs, n_in, nones, slots, outs in steps:
         known = []
         for i, named, c in slots:
             t = env.get(c) if named else c
             if t is None:
-                return False
+                break
             known.append((i, t))
-        if not known:
-            return False
+        if len(known) != len(slots) or not known:
+            whole = False
+            continue
         near = reading(known[0][1], target)
         for _, t in known[1:]:
             other = reading(t, target)
@@ -195,7 +199,7 @@ def replay(steps: list, env: dict, region) -> bool:
                 near = other
         for n in near:
             ins = n.inputs
-            if len(ins) != n_in or n.attrs != attrs:
+            if len(ins) != n_in or n.attrs != attrs or n.name in used:
                 continue
             for i, t in known:
                 if ins[i] != t:
@@ -203,10 +207,11 @@ def replay(steps: list, env: dict, region) -> bool:
             else:
                 if True not in nones or all((x is None) == none for x, none in zip(ins, nones)):
                     env.update(zip(outs, n.outputs))
+                    used.add(n.name)
                     break
         else:
-            return False
-    return True
+            whole = False
+    return whole
 
 
 def valued(guesses: list[terms.Term], index: Index, want) -> list[terms.Term]:

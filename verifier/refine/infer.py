@@ -76,11 +76,14 @@ MAX_EQUATIONS = 64   # per spec tensor, the shortest (a constant tensor equals e
 
 
 def _shortest(found: dict, texts: Terms) -> dict:
-    """Each output's equations, the shortest first, at most ``MAX_EQUATIONS``."""
+    """Each output's distinct equations (by text), the shortest first, at most ``MAX_EQUATIONS``.
+    Distinct: the checker decides each text once, and outcomes reused by key are matched to
+    the equations one for one (``fast.Proved.reuse``)."""
     def order(c):
         t = texts.text(c)
         return len(t), t
-    return {o: sorted(cs, key=order)[:MAX_EQUATIONS] if len(cs) > 1 else list(cs) for o, cs in found.items()}
+    return {o: sorted({texts.text(c): c for c in cs}.values(), key=order)[:MAX_EQUATIONS] if len(cs) > 1
+            else list(cs) for o, cs in found.items()}
 
 
 def _prove(prover: Chain | Proved, rel: dict, v: Node, found: dict, texts: Terms) -> list[Outcome]:
