@@ -33,7 +33,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         with args.progress.phase("capture" if args.case.endswith(".py") else "load"):
             case = load_case(args.case)
         args.record.timing["capture_s"] = time.monotonic() - t0
-        args.sources = user_sources(args.case, before)
+        args.sources = user_sources(args.case, before, (case.spec, case.impl))
     args.record.name = case.name
     limits = Limits(seconds=args.timeout)
     if case.approximations:
@@ -253,7 +253,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         print(f"{name:40s} {word:9s} {report.verdict + side:28s} {time.monotonic() - t0:7.2f} s"
               f"{'' if expected in (None, report.verdict) else f'  (expected {expected})'}")
         args.record.result(name, word, report.message, seconds=round(time.monotonic() - t0, 4),
-                           kernel_verdict=report.verdict, expected=expected, mismatch=_jsonable(report.mismatch))
+                           kernel_verdict=report.verdict, expected=expected,
+                           counterexample=_jsonable(report.mismatch))
         print(f"    {report.message}")   # for an equivalent pair: which CTA(s) and outputs
         if args.emit_cert and report.verdict == "equivalent":
             certified.append(pair_claim(name, pairs[name], base, report))

@@ -33,10 +33,11 @@ def git_commit() -> str | None:
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
-def user_sources(case: str, before: set[str]) -> list[str]:
-    """The user's files behind a case: the case file, the graphs a JSON case names, and each module
-    loaded by capture (not in ``before``) or living beside the case, outside Python's library, any
-    site-packages and pvcert's own packages."""
+def user_sources(case: str, before: set[str], graphs: tuple[dict, ...] = ()) -> list[str]:
+    """The user's files behind a case: the case file, the graphs a JSON case names; for a Python case
+    the files its traced operators come from (``graphs``' node ``source``) and each module loaded by
+    capture (not in ``before``) or living beside the case, outside Python's library, any site-packages
+    and pvcert's own packages."""
     out = [os.path.abspath(case)]
     if case.endswith(".json"):
         try:
@@ -49,6 +50,9 @@ def user_sources(case: str, before: set[str]) -> list[str]:
     system = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     system |= {str(ROOT / d) for d in ("verifier", "certificates", "pvcert")}
     here = os.path.dirname(out[0])
+    traced = {n["source"]["file"] for g in graphs for n in g.get("nodes", [])
+              if isinstance(n.get("source"), dict) and isinstance(n["source"].get("file"), str)}
+    out += sorted(os.path.abspath(f) for f in traced if os.path.isfile(f))
     for name, m in list(sys.modules.items()):
         f = getattr(m, "__file__", None)
         if not isinstance(f, str) or not f.endswith(".py") or not os.path.isabs(f):   # torch.ops: '_ops.py'
