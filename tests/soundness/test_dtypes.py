@@ -158,6 +158,24 @@ def test_factory_fill_values_are_cast_as_torch_does(value, dtype, want):
         assert torch.full((1,), value, dtype=TORCH_ALL[dtype]).tolist() == [want]
 
 
+def _sum(dtype: str, out: str, values: list) -> list:
+    g = GraphBuilder("sum")
+    g.input("x", [len(values)], "index" if dtype != "float32" else "activation", dtype=dtype,
+            range=(-128, 128) if dtype != "float32" else None)
+    g.node("aten.sum.default", ["x"], "y", out_dtype=out, dtype=out)
+    g.output("y")
+    x = np.array(values, dtype=np.int64 if dtype != "float32" else float)
+    return evaluate(parse_graph(g.build(), "sum"), {"x": x}, False)["y"].tolist()
+
+
+def test_reductions_with_a_dtype_attribute_are_exact_or_refused():
+    """sum(int8, dtype=int8) wraps as torch; sum(float, dtype=int32) (a cast inside) is refused."""
+    assert _sum("int8", "int8", [100, 100]) == torch.tensor([100, 100], dtype=torch.int8).sum(dtype=torch.int8).item()
+    assert _sum("int8", "int64", [100, 100]) == 200
+    with pytest.raises(Unsupported, match="real-valued result declared int32"):
+        _sum("float32", "int32", [1.5, 2.5])
+
+
 def test_a_dtype_attribute_must_match_the_declared_result():
     s, g, _, _ = _chain_pair("float32", [cast("int32")])
     g["tensors"]["x0"]["dtype"] = "float32"
