@@ -146,17 +146,14 @@ def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
 
     with args.progress.phase("inference") as p:
         inf = infer(case, seed=args.seed, limits=limits, progress=p.update)
-    r = inf.prepared
+    r, args.inference = inf.prepared, inf   # --report-html reads the inference (_html_report)
     args.record.timing["infer_s"] = inf.seconds
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "
           f"({r.impl.world_size} ranks, {len(r.impl.nodes)} ops), per-operator")
     if inf.failure is not None:
         print(report.text(inf.failure, r.impl))
-        for path, render in ((args.report_dot, report.dot), (args.report_html, report.page)):
-            if path:
-                with open(path, "w") as f:
-                    f.write(render(inf.failure, r.impl))
-                print(f"report written to {path}")
+        if args.report_dot:
+            _write_report(args.report_dot, report.dot(inf.failure, r.impl))
         f = inf.failure
         tried = (f"no relation for spec operator '{f.node.name}' ({len(inf.steps)} of {len(r.spec.nodes)} related)"
                  if f.node is not None else "an expectation not met")
@@ -201,7 +198,38 @@ def _emit(args: argparse.Namespace, v: Verdict, seconds: float, cx=None) -> int:
         rec.refute(cx)
     if v.word == UNKNOWN:
         rec.undecided = {"tried": v.reason, "help": v.help}
+    _html_report(args, v)
     return v.exit_code
+
+
+def _html_report(args: argparse.Namespace, v: Verdict) -> None:
+    """``--report-html``: the page of verifier/report_html.py (per-operator engine runs)."""
+    from . import report_html
+
+    path = getattr(args, "report_html", None)
+    inf = getattr(args, "inference", None)
+    if not path:
+        return
+    if inf is None:
+        print(f"--report-html: not written ({path}): the HTML report covers per-operator runs only",
+              file=sys.stderr)
+        return
+    r, t = inf.prepared, args.record.timing
+    run = report_html.Run(v, r.spec, r.impl, r.case.spec, r.case.impl, r.inputs, r.expect, inf.failure,
+                          phases={k.removesuffix("_s"): s for k, s in t.items() if isinstance(s, (int, float))})
+    if inf.failure is None:
+        run.proved = {o: [str(e) for e in inf.relation[o]] for o in r.spec.outputs}
+        run.obligations = (inf.obligations, inf.reused)
+    _write_report(path, report_html.page(run))
+
+
+def _write_report(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise Malformed(path, f"cannot write the report: {e.strerror}") from None
+    print(f"report written to {path}")
 
 
 def _write_cert(args: argparse.Namespace, cert: dict) -> None:
@@ -344,8 +372,10 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--emit-cert", metavar="FILE", help="write the certificate here")
     v.add_argument("--engine", choices=("per-operator", "whole-graph"), default="per-operator",
                    help="per-operator inference of clean relations (default), or one whole-graph obligation")
-    v.add_argument("--report-dot", metavar="FILE", help="on failure, write the explored subgraph (Graphviz)")
-    v.add_argument("--report-html", metavar="FILE", help="on failure, write an HTML report")
+    v.add_argument("--report-dot", metavar="FILE", help="on failure, write the explored impl subgraph (Graphviz "
+                   "DOT; docs/reports.md)")
+    v.add_argument("--report-html", metavar="FILE", help="write an HTML report: verdict, claim, the failing "
+                   "operator with its source lines and graphs, or what was proved (docs/reports.md)")
     v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     v.add_argument("--timeout", type=float, default=Limits.seconds, help="wall-clock limit in seconds")
     v.add_argument("--staged", action="store_true",

@@ -1,8 +1,9 @@
-"""Failure reports: the operator, its input relations, what was tried, the explored impl subgraph."""
+"""Failure reports: the operator, its location, its input relations, what was tried, the explored
+impl subgraph (text and Graphviz DOT; verifier/report_html.py renders the HTML page)."""
 
 from __future__ import annotations
 
-import html
+import os
 
 from certificates import terms
 from certificates.graph import Graph, Node
@@ -15,6 +16,8 @@ def text(f: Failure, impl: Graph) -> str:
     if f.node is not None:
         lines.append(f"first unrelated spec operator: '{f.node.name}' {f.node.target}"
                      f"({', '.join(t or '-' for t in f.node.inputs)}) -> {', '.join(f.node.outputs)}")
+        if f.node.source:
+            lines.append(f"  at {where(f.node)}")
     lines.append(f"  {f.message}")
     if f.inputs:
         lines.append("  relations of its inputs:")
@@ -30,39 +33,66 @@ def text(f: Failure, impl: Graph) -> str:
     return "\n".join(lines)
 
 
+def location(n: Node) -> str:
+    """``layers.0.self_attn.o_proj (model.py:57)``: the module path and file:line captured, or ''."""
+    src = n.source or {}
+    line = f"{os.path.basename(src['file'])}:{src.get('line', '?')}" if "file" in src else ""
+    return " ".join(x for x in (src.get("module", ""), f"({line})" if line else "") if x)
+
+
+def where(n: Node) -> str:
+    """An operator as users read it: ``layers.0.mlp.fc2 (model.py:57) aten.mm.default``."""
+    return " ".join(x for x in (location(n), n.target) if x)
+
+
 def _node(n: Node, impl: Graph) -> str:
-    where = f"group {n.group}" if n.group is not None else f"rank {n.rank}"
+    place = f"group {n.group}" if n.group is not None else f"rank {n.rank}"
     shapes = ", ".join(f"{t}{list(impl.tensors[t].shape)}" for t in n.inputs if t)
     attrs = "".join(f", {k}={v}" for k, v in n.attrs.items())
-    return f"{n.name}: {n.target} [{where}] ({shapes}{attrs}) -> {', '.join(n.outputs)}"
+    at = f" at {location(n)}" if n.source else ""
+    return f"{n.name}: {n.target} [{place}] ({shapes}{attrs}) -> {', '.join(n.outputs)}{at}"
 
 
 def dot(f: Failure, impl: Graph) -> str:
     """Graphviz of the explored subgraph; the failing operator's input tensors are shaded."""
     related = {x for es in f.inputs.values() for e in es for x in _names(e)}
-    out = ["digraph explored {", "  rankdir=LR; node [fontname=monospace, fontsize=10];"]
-    tensors = set()
-    for n in f.explored:
-        out.append(f'  "{n.name}" [shape=box, label="{n.name}\\n{n.target}"];')
+    return graph_dot("explored", impl, f.explored, shaded=related)
+
+
+def graph_dot(title: str, g: Graph, nodes: list[Node], shaded: frozenset[str] | set[str] = frozenset(),
+              focus: Node | None = None) -> str:
+    """DOT of ``nodes`` of ``g`` and their tensors; ``focus`` is outlined in red.
+
+    Operators and tensors have separate id spaces (``op:<name>``, ``t:<name>``): a captured
+    node is named after its first output, so shared ids would merge the two."""
+    out = [f"digraph {title} {{", "  rankdir=LR; node [fontname=monospace, fontsize=10];"]
+    tensors: set[str] = set()
+    for n in nodes:
+        label = quote(*(x for x in (location(n), n.target, n.name) if x))
+        style = ', style=filled, fillcolor="#ffd6d2", color="#b3261e", penwidth=2' if n is focus else ""
+        out.append(f"  {dot_id('op', n.name)} [shape=box, label={label}{style}];")
         for t in n.inputs:
             if t:
                 tensors.add(t)
-                out.append(f'  "{t}" -> "{n.name}";')
+                out.append(f"  {dot_id('t', t)} -> {dot_id('op', n.name)};")
         for t in n.outputs:
             tensors.add(t)
-            out.append(f'  "{n.name}" -> "{t}";')
+            out.append(f"  {dot_id('op', n.name)} -> {dot_id('t', t)};")
     for t in sorted(tensors):
-        style = ", style=filled, fillcolor=lightblue" if t in related else ""
-        out.append(f'  "{t}" [shape=ellipse, label="{t}\\n{list(impl.tensors[t].shape)}"{style}];')
+        style = ", style=filled, fillcolor=lightblue" if t in shaded else ""
+        out.append(f"  {dot_id('t', t)} [shape=ellipse, label={quote(t, str(list(g.tensors[t].shape)))}{style}];")
     out.append("}")
     return "\n".join(out)
 
 
-def page(f: Failure, impl: Graph) -> str:
-    """A self-contained HTML page with the text report and the DOT source."""
-    return ("<!doctype html><meta charset=utf-8><title>pvcert failure report</title>"
-            f"<h1>pvcert: refinement failed</h1><pre>{html.escape(text(f, impl))}</pre>"
-            f"<h2>Explored impl subgraph (Graphviz)</h2><pre>{html.escape(dot(f, impl))}</pre>")
+def dot_id(kind: str, name: str) -> str:
+    """A DOT id for an operator (``op``) or a tensor (``t``) named ``name``."""
+    return quote(f"{kind}:{name}")
+
+
+def quote(*lines: str) -> str:
+    """A DOT double-quoted string of ``lines`` (backslashes and quotes escaped)."""
+    return '"' + "\\n".join(x.replace("\\", "\\\\").replace('"', '\\"') for x in lines) + '"'
 
 
 def _names(expr: str) -> list[str]:
