@@ -281,8 +281,7 @@ def _check_shapes(node: Node, tensors: dict, where: str) -> None:
         raise Malformed(where, f"{what}: gives {len(out)} outputs, the node lists {len(node.outputs)}")
     dt = node.attrs.get("dtype")  # a dtype attribute (casts, factories, reductions) is the result's
     if dt is not None and any(tensors[t].dtype != dt for t in node.outputs):
-        raise Malformed(where, f"{what}: dtype attribute {dt!r}, output '{node.outputs[0]}' declared "
-                               f"{tensors[node.outputs[0]].dtype!r}")
+        raise Malformed(where, f"{what}: dtype attribute {dt!r}, result declared {tensors[node.outputs[0]].dtype!r}")
     for t, s in zip(node.outputs, out):
         if tuple(s) != tensors[t].shape:
             raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} but the op gives {list(s)}")

@@ -39,10 +39,6 @@ Cond = tuple[str, "Rat"]
 _SIDE: list[Cond] | None = None
 
 
-class Undefined(ZeroDivisionError):
-    """A partial operation applied to a constant outside its domain (log of 0, sqrt of -1)."""
-
-
 @contextmanager
 def side_conditions() -> Iterator[list[Cond]]:
     """Collect the side condition of every partial operation on a non-constant value built
@@ -53,11 +49,6 @@ def side_conditions() -> Iterator[list[Cond]]:
         yield _SIDE
     finally:
         _SIDE = saved
-
-
-def _side(kind: str, x: "Rat") -> None:
-    if _SIDE is not None:
-        _SIDE.append((kind, x))
 
 
 def to_fraction(x):
@@ -332,8 +323,7 @@ class Rat:
         o = Rat.of(o)
         if o.n.is_zero():
             raise ZeroDivisionError("division by zero")
-        if o.constant() is None:
-            _side("!=0", o)
+        _domain(o, "!=0", "division")
         return Rat(self.n.mul(o.d), self.d.mul(o.n))
 
     def __rtruediv__(self, o) -> "Rat":
@@ -413,10 +403,10 @@ def apply(fn: str, *args) -> Rat:
 def _domain(a: Rat, kind: str, fn: str) -> None:
     """Record ``a``'s side condition for ``fn``; a constant outside the domain is undefined."""
     c = a.constant()
-    if c is None:
-        _side(kind, a)
-    elif not (c > 0 if kind == ">0" else c >= 0):
-        raise Undefined(f"{fn} of {c} is undefined")
+    if c is None and _SIDE is not None:
+        _SIDE.append((kind, a))
+    elif c is not None and not (c > 0 if kind == ">0" else c >= 0 if kind == ">=0" else c != 0):
+        raise ZeroDivisionError(f"{fn} of {c} is undefined")
 
 
 def _single_atom(x: Rat) -> str | None:

@@ -284,9 +284,8 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
 
 
 def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16) -> str | None:
-    """Why the spec's side conditions are not shown satisfiable together (None: they hold at a random
-    input, each real input mixed, positive or negative: float64 evaluation without a division by zero
-    or invalid operation, every result finite; a true zero rounded to non-zero is not caught)."""
+    """Why the spec's side conditions are not shown to hold together (None: at a random input, float64
+    evaluation raises no division by zero or invalid operation; a true zero rounded off is missed)."""
     rng = np.random.default_rng(0)
     for _ in range(tries):
         env = {}

@@ -72,28 +72,11 @@ def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
         if k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps):
             continue
         names = variables(c[1])
-        if not _query([h for h in hyps.values() if variables(h[1]) & names], c):
+        relevant = [h for h in hyps.values() if variables(h[1]) & names]
+        if not _unsat("z3", relevant, lambda enc: enc.s.Not(enc.cond(c)), axioms=True):
             return (f"the impl may be undefined where the spec is defined: {c[1]} {c[0][:-1]} 0 "
                     "does not follow from the spec's side conditions")
     return None
-
-
-def _query(hyps: list[Cond], goal: Cond) -> bool:
-    """Do ``hyps`` imply ``goal``? z3 on ``hyps and not goal`` (with the axioms of exp and sqrt)."""
-    try:
-        import z3
-    except ImportError:
-        return False
-    enc = _Encoder(z3)
-    try:
-        solver = z3.Solver()
-        solver.set("timeout", SOLVER_MS)
-        for h in hyps:
-            solver.add(enc.cond(h))
-        solver.add(z3.Not(enc.cond(goal)), *enc.axioms, *[d != 0 for d in enc.denominators])
-        return str(solver.check()) == "unsat"
-    except Exception:  # a solver-internal failure decides nothing
-        return False
 
 
 def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
@@ -113,6 +96,12 @@ def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
 
 def _smt(a: Rat, b: Rat, which: str, hyps: list[Cond] | tuple = ()) -> bool | None:
     """True if the solver proves ``a == b`` under ``hyps``, None if it cannot (or is not installed)."""
+    return _unsat(which, hyps, lambda enc: enc.rat(a) != enc.rat(b))
+
+
+def _unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
+    """True if the solver finds ``hyps`` and ``negated(encoder)`` unsatisfiable (denominators
+    non-zero; with ``axioms``, those of exp and sqrt too), None if it cannot (or is not installed)."""
     try:
         if which == "z3":
             import z3 as s
@@ -124,12 +113,8 @@ def _smt(a: Rat, b: Rat, which: str, hyps: list[Cond] | tuple = ()) -> bool | No
     try:
         solver = s.Solver()
         solver.set("timeout", SOLVER_MS) if which == "z3" else solver.set("tlimit-per", SOLVER_MS)
-        la, lb = enc.rat(a), enc.rat(b)
-        for h in hyps:
-            solver.add(enc.cond(h))
-        for den in enc.denominators:
-            solver.add(den != 0)
-        solver.add(la != lb)
+        solver.add(negated(enc), *[enc.cond(h) for h in hyps])
+        solver.add(*[d != 0 for d in enc.denominators], *(enc.axioms if axioms else []))
         result = str(solver.check())
     except Exception:  # a solver-internal failure is "cannot decide", never acceptance
         return None
