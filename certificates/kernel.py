@@ -193,7 +193,7 @@ class Replay:
             base, esize = GLOBAL_BASE + i * GLOBAL_STRIDE, 2 if p["dtype"] in ("f16", "bf16") else 4
             self.tensors.append((p["name"], p["role"], esize, numel, base))
             self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")
-        self.sym: dict[str, int] = {}
+        self.sym: dict[str, Ptr] = {}
         addr = SHARED_BASE
         for v in k.vars.values():
             if v.space == "local":
@@ -203,7 +203,6 @@ class Replay:
                 size = v.size or 48 * 1024
                 self.sym[v.name] = Ptr(addr, (v.name, addr, addr + size, "shared"), "shared")
                 addr += size
-        self.shared_end = addr
         self.n = block[0] * block[1] * block[2]
         if not 0 < self.n <= 1024:
             raise Rejected(f"{k.name}: block of {self.n} threads")

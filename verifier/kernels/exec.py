@@ -306,7 +306,7 @@ class CTA:
                 self.param_values[kp.name] = Ptr(t.base, (t.name, t.base, t.base + numel * t.esize, "global"),
                                                  "generic")
         # shared layout
-        self.sym_addr: dict[str, int] = {}
+        self.sym_addr: dict[str, Ptr] = {}
         addr = SHARED_BASE
         for v in kernel.vars.values():
             if v.space != "shared":
@@ -317,7 +317,6 @@ class CTA:
             size = v.size if v.size else 48 * 1024
             self.sym_addr[v.name] = Ptr(addr, (v.name, addr, addr + size, "shared"), "shared")
             addr += size
-        self.shared_end = addr
         self.smem: dict[int, tuple] = {}      # byte address -> (value, width) at value start
         self.gmem: dict[int, tuple] = {}      # stores to global memory
         self.shadow: dict[tuple, _Shadow] = {}
