@@ -177,8 +177,8 @@ class Th:
 class Replay:
     """One CTA of ``kernel`` under a launch; ``run(schedule)`` replays it."""
 
-    def __init__(self, k: Kernel, grid, block, params: list[dict], cta, limits: Limits) -> None:
-        self.k, self.limits, self.steps = k, limits, 0
+    def __init__(self, k: Kernel, grid, block, params: list[dict], cta, limits: Limits, side: str = "") -> None:
+        self.k, self.limits, self.steps, self.side = k, limits, 0, side
         if len(params) != len(k.params):
             raise Rejected(f"{k.name}: {len(k.params)} .param in PTX, {len(params)} bound")
         self.pv: dict[str, int] = {}
@@ -640,7 +640,9 @@ class Replay:
         return memory
 
     def uninit(self, addr: int) -> Rat:
-        return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+        """Never-written shared memory: an unknown value of this side's launch (the other
+        kernel's garbage is another unknown, so no claim rests on two garbages agreeing)."""
+        return Rat.var(f"{self.side}.shared@uninit[{addr - SHARED_BASE:#x}]")
 
     def load(self, th: Th, ins: Instr, addr: Ptr, width: int):
         if self.where(th, ins, addr, width, False) == "shared":
@@ -919,13 +921,13 @@ def ctas(grid) -> list[tuple[int, int, int]]:
     return [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
 
 
-def replay_cta(k: Kernel, grid, block, params, cta, ev, sw: str, printer: Printer, limits: Limits):
+def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits):
     """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs
     and the replay (``gmem``: output bytes written, ``shadow``: bytes accessed)."""
     if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
             or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
         raise Malformed(sw, "evidence needs schedule, witness and outputs")
-    r = Replay(k, grid, block, params, cta, limits)
+    r = Replay(k, grid, block, params, cta, limits, side)
     got = r.run(ev["schedule"])
     claimed = set()
     for i, w in enumerate(ev["witness"]):
@@ -983,7 +985,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
         outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
         for c, e in zip(todo, evs):
-            got, r = replay_cta(k, grid, block, params, c, e, f"{sw}: CTA {list(c)}", printer, limits)
+            got, r = replay_cta(k, grid, block, params, c, e, side, f"{sw}: CTA {list(c)}", printer, limits)
             written, touched = set(r.gmem), {a for space, a in r.shadow if space == "global"}
             events, classes = events + len(e["schedule"]), classes + len(r.witness)
             clash = next((a for a in written if seen.get(a, c) != c), None) or \

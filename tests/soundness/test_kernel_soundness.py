@@ -368,6 +368,13 @@ def test_shared_address_used_as_generic_is_rejected(tmp_path):
     assert r.verdict == "rejected" and "shared address" in r.message, r.message
 
 
+def test_two_kernels_garbage_is_not_equal(tmp_path):
+    uninit = "\tld.shared.f32 %f3, [buf+8];\n" + STORE      # never written: each launch's own garbage
+    _, r = check(tmp_path, uninit, uninit)
+    assert r.verdict == "not-equivalent", r.message
+    rejected(with_ptx(with_ptx(certify(tmp_path, COPY, COPY), uninit, 0), uninit), tmp_path, "normal form")
+
+
 # ------------------------------------------------------------------ 6. the claim names its CTA
 
 COPY = "\tmov.f32 %f3, %f1;\n" + STORE

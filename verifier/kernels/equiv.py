@@ -65,7 +65,8 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
         spec = entry[side]
         t0 = time.perf_counter()
         try:
-            results[side] = [run_cta(kernels[side], spec["grid"], spec["block"], entry["params"], c) for c in todo]
+            results[side] = [run_cta(kernels[side], spec["grid"], spec["block"], entry["params"], c, side)
+                             for c in todo]
             clash = _clash(todo, results[side])
             if clash:
                 return Report("racy", side, clash, seconds=seconds)

@@ -287,8 +287,8 @@ class CTA:
     "value"}`` for scalars.
     """
 
-    def __init__(self, kernel: Kernel, grid, block, params: list[dict], cta=(0, 0, 0)) -> None:
-        self.k = kernel
+    def __init__(self, kernel: Kernel, grid, block, params: list[dict], cta=(0, 0, 0), side: str = "") -> None:
+        self.k, self.side = kernel, side
         self.grid, self.block, self.cta = tuple(grid), tuple(block), tuple(cta)
         if len(params) != len(kernel.params):
             raise KernelError(f"{kernel.name}: {len(kernel.params)} .param in PTX, {len(params)} bound")
@@ -477,14 +477,14 @@ class CTA:
             if ent is None and width == 4 and (addr + 2) in self.smem:
                 ent = (None, 2)
             if ent is None:  # never written: an unknown value (a later write may still race)
-                return Rat.var(f"shared@uninit[{addr - SHARED_BASE:#x}]")
+                return Rat.var(f"{self.side}.shared@uninit[{addr - SHARED_BASE:#x}]")
             if ent[1] == 2 and width == 4:  # two 16-bit values read as one packed 32-bit word
                 halves = []
                 for a in (addr, addr + 2):
                     e = self.smem.get(a)
                     if e is not None and e[1] != 2:
                         raise Unsupported(f"{self.k.file}:{ins.line}: mixed-width load in `{ins.text}`")
-                    halves.append(e[0] if e else Rat.var(f"shared@uninit[{a - SHARED_BASE:#x}]"))
+                    halves.append(e[0] if e else Rat.var(f"{self.side}.shared@uninit[{a - SHARED_BASE:#x}]"))
                 return Packed(halves)
             if ent[1] != width:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte load of a {ent[1]}-byte value "
@@ -1450,6 +1450,7 @@ def static_check(kernel: Kernel) -> None:
                               f"is not modelled yet in `{ins.text}`")
 
 
-def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0)) -> Result:
+def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0), side: str = "") -> Result:
+    """Run one CTA; ``side`` names its never-written shared memory (``reference.shared@uninit[..]``)."""
     static_check(kernel)
-    return CTA(kernel, grid, block, params, cta).run()
+    return CTA(kernel, grid, block, params, cta, side).run()
