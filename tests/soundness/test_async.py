@@ -161,3 +161,21 @@ def _gather_after_wait(y):
 def test_async_gather_after_wait_is_captured():
     g = _capture(_gather_after_wait).graph
     assert any("all_gather_into_tensor" in n["target"] for n in g["nodes"])
+
+
+def test_module_imported_during_a_trace_keeps_the_real_api(tmp_path, monkeypatch):
+    """``from torch.distributed import all_reduce, scatter`` run while a trace has swapped the API
+    in must not keep the capture stand-ins after the trace (DTensor failed later in the same run)."""
+    import importlib
+    import sys
+
+    (tmp_path / "late_import_mod.py").write_text("from torch.distributed import all_reduce, scatter\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def body(y):
+        importlib.import_module("late_import_mod")
+        return y * 2
+
+    _capture(body)
+    mod = sys.modules.pop("late_import_mod")
+    assert mod.all_reduce is dist.all_reduce and mod.scatter is dist.scatter

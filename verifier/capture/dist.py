@@ -333,6 +333,17 @@ def _originals() -> dict[int, tuple]:
     return out
 
 
+def _unbind_new(names: set[str], originals: dict[int, tuple]) -> None:
+    """A module imported during a trace may have bound a replacement (``from torch.distributed
+    import scatter``): give it the original back, or it would refuse or misbehave after the trace."""
+    back = {id(repl): (repl, orig) for _, orig, repl in originals.values()}
+    for mname in names:
+        d = getattr(sys.modules.get(mname), "__dict__", None)
+        for k, v in list(d.items()) if isinstance(d, dict) else []:
+            if id(v) in back and back[id(v)][0] is v:
+                d[k] = back[id(v)][1]
+
+
 @contextlib.contextmanager
 def traceable_collectives():
     """Swap the ``torch.distributed`` API for traceable versions everywhere it is bound.
@@ -348,6 +359,7 @@ def traceable_collectives():
         return
     originals = _originals()
     mods = sys.modules
+    before = set(mods)
     for mname in list(mods):
         if mname in _BOUND or mname == __name__:
             continue
@@ -378,6 +390,7 @@ def traceable_collectives():
         _ACTIVE[0] = 0
         for d, k, v in undo:
             d[k] = v
+        _unbind_new(set(mods) - before, originals)
         left = _GUARD.release()
     if left:
         raise CaptureError(f"the async_op=True {left[0]} is never waited for (its result would race with "
