@@ -186,9 +186,8 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
             results.append(ClaimResult(cid, kind, False, str(e)))
         if results[-1].ok:
             results[-1].shown = describe(claim, ev, arts, sha)
-    prov = cert["header"].get("provenance")   # shown to the auditor, never checked: not part of any claim
-    if results and isinstance(prov, dict):
-        results[0].shown.append(f"provenance (not checked): {json.dumps(prov, separators=(',', ':'))[:800]}")
+    if results and isinstance(cert["header"].get("provenance"), dict):   # shown, never checked: in no claim
+        results[0].shown.append(f"provenance (not checked): {json.dumps(cert['header']['provenance'])[:900]}")
     if spec is not None:
         results.append(_spec_matches(claims, arts, sha, spec))
     return results

@@ -314,18 +314,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         out = checker_cli._run_child(args)
     rec = args.record
     rec.timing["replay_s"] = time.monotonic() - t0
-    if "results" not in out:
-        word, _, msg = out["line"].partition(": ")
-        file, _, msg = msg.partition(": ")
-        rec.verdict, rec.exit_code = ("REJECT", out["code"]) if out["code"] == REJECT else ("ERROR", out["code"])
-        (rec.errors if rec.verdict == "ERROR" else []).append(
-            {"kind": word, "file": file, "element": None, "message": msg})
-        if rec.verdict == "REJECT":
+    if "results" not in out:   # one line for the whole certificate: "WORD: FILE: message"
+        word, _, rest = out["line"].partition(": ")
+        file, _, msg = rest.partition(": ")
+        if out["code"] == REJECT:
             rec.result(file, "REJECT", msg)
+        else:
+            rec.errors.append({"kind": word, "file": file, "element": None, "message": msg})
     for r in out.get("results", []):
         rec.result(r["claim"], "ACCEPT" if r["ok"] else "REJECT", r["detail"], kind=r["kind"], shown=r["shown"])
-    if rec.results and not rec.errors:
-        rec.verdict = "ACCEPT" if all(r["verdict"] == "ACCEPT" for r in rec.results) else "REJECT"
+    rec.verdict = ("ERROR" if rec.errors else "ACCEPT" if rec.results and all(r["verdict"] == "ACCEPT"
+                                                                               for r in rec.results) else "REJECT")
     return checker_cli.show(args, out, t0)
 
 
