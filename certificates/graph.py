@@ -172,10 +172,9 @@ def _node(raw: Any, i: int, tensors: dict, world: int, where: str) -> Node:
     _fail_if(not isinstance(name, str) or not name, where, f"node #{i}: missing 'name'")
     what = f"node '{name}'"
     _only(raw, "name target rank group inputs outputs attrs meta source", where, what)
-    src = raw.get("source", {})
-    line = src.get("line", 1) if isinstance(src, dict) else None
-    if not isinstance(src, dict) or set(src) - {"module", "file", "line"} or not _is_int(line) or not 0 < line < 10**9 \
-            or any(not isinstance(src.get(k, ""), str) or len(src.get(k, "")) > 300 for k in ("module", "file")):
+    src = raw.get("source", {})   # where the engine captured it: the form is checked, the content never used
+    if not (isinstance(src, dict) and set(src) <= {"module", "file", "line"} and _is_int(line := src.get("line", 1))
+            and line > 0 and all(isinstance(v, str) and len(v) <= 300 for k, v in src.items() if k != "line")):
         raise Malformed(where, f"{what}: 'source' must be {{module, file: str of <= 300 chars, line: int > 0}}")
     target = _need(raw, "target", str, where, what)
     op = REGISTRY.get(target)
