@@ -24,8 +24,6 @@ from verifier.refine import infer
 from verifier.refine.fast import Terms
 from verifier.refine.guesses import replay as replay_recipe
 
-pytest.importorskip("torch")
-
 _infer_module = importlib.import_module("verifier.refine.infer")
 
 
@@ -73,6 +71,7 @@ def test_equations_are_distinct_before_proof():
 
 
 def _plan(**kw):
+    pytest.importorskip("torch")
     from verifier.train import plan
 
     tc = importlib.import_module("examples.train.llama_plan").make_case(**kw)
