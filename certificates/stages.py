@@ -6,16 +6,16 @@
 2. the stages must be every spec operator once in a topological order, then the
    expectations; every output of a step must be related;
 3. each stage's local obligation is re-derived from the reduced graphs and relation
-   (``chain.obligation``) and its canonical key recomputed; a stage proved by another
+   (``obligations.obligation``) and its canonical key recomputed; a stage proved by another
    must have an equal key, and that other stage must be an earlier representative;
-4. each representative is decided again (``chain.decide``); element counts must match.
+4. each representative is decided again (``obligations.decide``); element counts must match.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from . import chain, refinement, shapes
+from . import obligations, refinement, shapes
 from .errors import Malformed, Rejected, field
 from .limits import Limits, canonical_bytes
 
@@ -34,8 +34,8 @@ def _stage(s, i: int, where: str) -> tuple:
 
 def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Check a staged refinement claim; raises ``Rejected`` with the reason."""
-    spec = chain.graph_artifact(arts, field(claim, "spec", str, where), where, limits)
-    impl = chain.graph_artifact(arts, field(claim, "impl", str, where), where, limits)
+    spec = obligations.graph_artifact(arts, field(claim, "spec", str, where), where, limits)
+    impl = obligations.graph_artifact(arts, field(claim, "impl", str, where), where, limits)
     rels = {"input": refinement.parse_relation(claim.get("input_relation"), spec, impl,
                                                f"{where}: input_relation", True, limits),
             "output": refinement.parse_relation(claim.get("output_relation"), spec, impl,
@@ -66,7 +66,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     steps = [op for op, *_ in stages[:-1]]
     if not stages or stages[-1][0] is not None or len(set(steps)) != len(steps) or set(steps) != set(by_name):
         raise Rejected("stages must list every spec operator exactly once, then the expectations (null)")
-    known, ranges = set(rspec.inputs), chain.integer_ranges(rimpl)
+    known, ranges = set(rspec.inputs), obligations.integer_ranges(rimpl)
     keys: list[str] = []
     outcomes: list = []
     for i, (op, by, elements, digest) in enumerate(stages):
@@ -81,8 +81,8 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             missing += [t for t in node.outputs if t not in rel]
         if missing:
             raise Rejected(f"stage #{i} ({op or 'expectations'}): '{missing[0]}' is not related before it")
-        ls, li, rin, rout = chain.obligation(rspec, rimpl, rel, node, goal, ranges)
-        keys.append(hashlib.sha256(chain.key(ls, li, rin, rout).encode()).hexdigest())
+        ls, li, rin, rout = obligations.obligation(rspec, rimpl, rel, node, goal, ranges)
+        keys.append(hashlib.sha256(obligations.key(ls, li, rin, rout).encode()).hexdigest())
         if keys[i] != digest:
             raise Rejected(f"stage #{i} ({op or 'expectations'}): its key is not the key of its obligation")
         if by != i:
@@ -92,7 +92,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             continue
         if any(not es for es in rin.values()):
             raise Rejected(f"stage #{i} ({op or 'expectations'}): an input relation cannot be used")
-        outs = chain.decide(ls, li, rin, rout, limits)
+        outs = obligations.decide(ls, li, rin, rout, limits)
         bad = next((o for o in outs if not o.holds), None)
         if bad:
             raise Rejected(f"stage #{i} ({op or 'expectations'}): {bad.failure}")
@@ -103,4 +103,4 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
     return (f"{spec.name} refined by {impl.name} at reduced shapes ({shapes.volume(rspec) + shapes.volume(rimpl)} "
             f"of {shapes.volume(spec) + shapes.volume(impl)} elements): {len(stages)} stages, {reps} proved, "
-            f"{len(stages) - reps} matched, {chain.summary(outcomes)}")
+            f"{len(stages) - reps} matched, {obligations.summary(outcomes)}")

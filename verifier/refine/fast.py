@@ -20,7 +20,8 @@ to the chain.
 from __future__ import annotations
 
 from certificates import terms
-from certificates.chain import Chain, cone
+from certificates.chain import Chain
+from certificates.obligations import cone
 from certificates.graph import Graph, Node
 from certificates.refinement import Outcome, Relation
 

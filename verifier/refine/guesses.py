@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from certificates import terms
-from certificates.chain import cone
+from certificates.obligations import cone
 from certificates.graph import Graph, Node
 
 from .candidates import Index, base, same
