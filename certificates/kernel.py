@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator as opr
+import re
 import struct
 from fractions import Fraction
 from functools import lru_cache
@@ -165,7 +166,7 @@ class Th:
     def __init__(self, lin: int, block, cta, grid, n: int) -> None:
         self.lin, self.warp, self.lane, self.pc = lin, lin // 32, lin % 32, 0
         tid = (lin % block[0], lin // block[0] % block[1], lin // (block[0] * block[1]))
-        self.regs: dict = {"%laneid": self.lane, "%warpid": self.warp, "%WARP_SZ": 32}
+        self.regs: dict = {"%laneid": self.lane}   # %warpid is volatile (ISA): refused
         for pre, vals in (("%tid", tid), ("%ntid", block), ("%ctaid", cta), ("%nctaid", grid)):
             for c, v in zip("xyz", vals):
                 self.regs[f"{pre}.{c}"] = v
@@ -177,7 +178,8 @@ class Th:
 class Replay:
     """One CTA of ``kernel`` under a launch; ``run(schedule)`` replays it."""
 
-    def __init__(self, k: Kernel, grid, block, params: list[dict], cta, limits: Limits, side: str = "") -> None:
+    def __init__(self, k: Kernel, grid, block, params: list[dict], cta, limits: Limits, side: str = "",
+                 dyn: int | None = None) -> None:
         self.k, self.limits, self.steps, self.side = k, limits, 0, side
         if len(params) != len(k.params):
             raise Rejected(f"{k.name}: {len(k.params)} .param in PTX, {len(params)} bound")
@@ -185,7 +187,7 @@ class Replay:
         self.tensors: list[tuple] = []        # (name, role, esize, numel, base)
         for i, (kp, p) in enumerate(zip(k.params, params)):
             if p["role"] == "scalar":
-                self.pv[kp.name] = int(p["value"])
+                self.pv[kp.name] = Rat.var(p["name"]) if p.get("dtype") == "f32" else int(p["value"])
                 continue
             numel = 1
             for d in p["shape"]:
@@ -198,11 +200,17 @@ class Replay:
         for v in k.vars.values():
             if v.space == "local":
                 raise Unsupported(f"{k.file}:{v.line}: .local variable {v.name}")
-            if v.space == "shared":
+            if v.space == "shared" and not v.extern:
                 addr = (addr + v.align - 1) // v.align * v.align
-                size = v.size or 48 * 1024
-                self.sym[v.name] = Ptr(addr, (v.name, addr, addr + size, "shared"), "shared")
-                addr += size
+                self.sym[v.name] = Ptr(addr, (v.name, addr, addr + v.size, "shared"), "shared")
+                addr += v.size
+        ext = [v for v in k.vars.values() if v.space == "shared" and v.extern]
+        if ext and dyn is None:
+            raise Unsupported(f"{k.file}:{ext[0].line}: extern .shared {ext[0].name} needs the launch's shared_bytes")
+        if ext:                               # every extern array is the one dynamic region
+            al = max(v.align for v in ext)
+            addr = (addr + al - 1) // al * al
+            self.sym.update((v.name, Ptr(addr, ("shared@dynamic", addr, addr + dyn, "shared"), "shared")) for v in ext)
         self.n = block[0] * block[1] * block[2]
         if not 0 < self.n <= 1024:
             raise Rejected(f"{k.name}: block of {self.n} threads")
@@ -599,7 +607,9 @@ class Replay:
             if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.pv or m.offset:
                 raise self.err(th, ins, "bad parameter access")
             v = self.pv[m.base.name]
-            return self.put(dst, th, self.keep(ins, v, wrap(v, ty)))
+            if isinstance(v, Rat) and ty not in ("f32", "b32"):
+                raise self.err(th, ins, "a float parameter read as an integer")
+            return self.put(dst, th, v if isinstance(v, Rat) else self.keep(ins, v, wrap(v, ty)))
         addr = self.address(th, m, ins, space)
         if addr % width:
             raise self.err(th, ins, f"misaligned {width}-byte access at {addr:#x}")
@@ -903,9 +913,13 @@ def check_params(v, where: str) -> list[dict]:
         w = f"{where}: params[{i}]"
         if not isinstance(p, dict) or not isinstance(p.get("name"), str):
             raise Malformed(w, "needs a name")
+        if p["name"] in [q.get("name") for q in v[:i] if isinstance(q, dict)]:
+            raise Malformed(w, f"a second parameter named {p['name']}")
         if p.get("role") == "scalar":
-            if type(p.get("value")) is not int:
-                raise Malformed(w, "a scalar needs an integer value")
+            if (p.get("dtype") == "f32") == ("value" in p) or "value" in p and type(p["value"]) is not int \
+                    or not re.fullmatch(r"[A-Za-z_]\w*", p["name"]):
+                raise Malformed(w, "a scalar needs an identifier name and an integer value, or dtype f32 "
+                                "and no value (symbolic)")
         elif p.get("role") in ("input", "output"):
             shape = p.get("shape")
             if p.get("dtype") not in ("f32", "f16", "s32") or not isinstance(shape, list) or not all(
@@ -916,18 +930,40 @@ def check_params(v, where: str) -> list[dict]:
     return v
 
 
+def bind(params: list[dict], spec: dict, where: str) -> list[dict]:
+    """One kernel's ``.param`` bindings: ``spec["params"]`` (names of ``params`` in the
+    kernel's ``.param`` order) or, without it, ``params`` in order."""
+    names = spec.get("params")
+    if names is None:
+        return params
+    by = {p["name"]: p for p in params}
+    if not isinstance(names, list) or len(set(map(str, names))) != len(names) or \
+            not all(isinstance(n, str) and n in by for n in names):
+        raise Malformed(where, "params: needs distinct names of the pair's parameters")
+    return [by[n] for n in names]
+
+
+def shared_bytes(spec: dict, where: str) -> int | None:
+    """The launch's dynamic shared memory in bytes (``shared_bytes``), if given."""
+    n = spec.get("shared_bytes")
+    if n is not None and not (type(n) is int and 0 <= n <= 228 * 1024):
+        raise Malformed(where, "shared_bytes: needs an integer in 0..233472")
+    return n
+
+
 def ctas(grid) -> list[tuple[int, int, int]]:
     """Every CTA of ``grid``, x fastest."""
     return [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
 
 
-def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits):
+def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits,
+               dyn: int | None = None):
     """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs
     and the replay (``gmem``: output bytes written, ``shadow``: bytes accessed)."""
     if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
             or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
         raise Malformed(sw, "evidence needs schedule, witness and outputs")
-    r = Replay(k, grid, block, params, cta, limits, side)
+    r = Replay(k, grid, block, params, cta, limits, side, dyn)
     got = r.run(ev["schedule"])
     claimed = set()
     for i, w in enumerate(ev["witness"]):
@@ -976,6 +1012,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Malformed(sw, "entry: needs the kernel's name")
         k = parse(text, awhere).kernel(s["entry"])
         grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
+        mine, dyn = bind(params, s, sw), shared_bytes(s, sw)
         grids.append(grid)
         todo = ctas(grid) if every else [cta]
         evs = ev.get("ctas") if every else [ev]
@@ -985,7 +1022,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
         outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
         for c, e in zip(todo, evs):
-            got, r = replay_cta(k, grid, block, params, c, e, side, f"{sw}: CTA {list(c)}", printer, limits)
+            got, r = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
             written, touched = set(r.gmem), {a for space, a in r.shadow if space == "global"}
             events, classes = events + len(e["schedule"]), classes + len(r.witness)
             clash = next((a for a in written if seen.get(a, c) != c), None) or \

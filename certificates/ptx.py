@@ -318,6 +318,8 @@ def _operand(tok: str, ctx: _Ctx):
         return FImm(int(m.group(2), 16), width)
     if _int(tok) is not None:
         return Imm(_int(tok))
+    if tok == "WARP_SZ":                   # the predefined constant warp size (PTX ISA 4.4)
+        return Imm(32)
     if re.match(r"^[+-]?\d+\.\d*([eE][+-]?\d+)?$", tok):
         raise ctx.err(f"decimal float literal {tok!r} (nvcc writes 0f/0d hex)")
     if re.match(rf"^{_NAME}$", tok):

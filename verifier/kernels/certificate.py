@@ -46,6 +46,7 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
         entry_name = spec.get("entry") or parse(text, spec["ptx"]).kernel().name
         claim[side] = {"ptx": aid, "entry": entry_name, "grid": list(spec["grid"]),
                        "block": list(spec["block"])}
+        claim[side].update((k, spec[k]) for k in ("params", "shared_bytes") if k in spec)
         evs = [_evidence(res, printer) for res in report.results[side]]
         evidence[side] = {"ctas": evs} if claim["cta"] == "all" else evs[0]
     evidence["atoms"] = printer.table

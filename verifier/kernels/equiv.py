@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from certificates.errors import CheckError, Malformed, Unsupported
-from certificates.kernel import ctas, scope, shift
+from certificates.kernel import bind, check_params, ctas, scope, shared_bytes, shift
 from certificates.solve import decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -65,7 +65,8 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
         spec = entry[side]
         t0 = time.perf_counter()
         try:
-            results[side] = [run_cta(kernels[side], spec["grid"], spec["block"], entry["params"], c, side)
+            mine, dyn = bind(entry["params"], spec, side), shared_bytes(spec, side)
+            results[side] = [run_cta(kernels[side], spec["grid"], spec["block"], mine, c, side, dyn)
                              for c in todo]
             clash = _clash(todo, results[side])
             if clash:
@@ -152,4 +153,10 @@ def _short(w: dict | None, n: int = 6) -> str:
 
 def load_pairs(base: Path = CORPUS) -> dict[str, dict]:
     data = json.loads((base / "pairs.json").read_text())
+    for p in data["pairs"]:
+        where = f"{base / 'pairs.json'}: {p['name']}"
+        check_params(p["params"], where)
+        for side in ("reference", "optimized"):
+            bind(p["params"], p[side], f"{where}: {side}")
+            shared_bytes(p[side], f"{where}: {side}")
     return {p["name"]: p for p in data["pairs"]}

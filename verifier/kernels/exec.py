@@ -287,7 +287,8 @@ class CTA:
     "value"}`` for scalars.
     """
 
-    def __init__(self, kernel: Kernel, grid, block, params: list[dict], cta=(0, 0, 0), side: str = "") -> None:
+    def __init__(self, kernel: Kernel, grid, block, params: list[dict], cta=(0, 0, 0), side: str = "",
+                 dyn: int | None = None) -> None:
         self.k, self.side = kernel, side
         self.grid, self.block, self.cta = tuple(grid), tuple(block), tuple(cta)
         if len(params) != len(kernel.params):
@@ -295,8 +296,8 @@ class CTA:
         self.param_values: dict[str, int] = {}
         self.tensors: list[Tensor] = []
         for i, (kp, p) in enumerate(zip(kernel.params, params)):
-            if p["role"] == "scalar":
-                self.param_values[kp.name] = int(p["value"])
+            if p["role"] == "scalar":    # an f32 scalar is symbolic: the claim holds for every value
+                self.param_values[kp.name] = Rat.var(p["name"]) if p.get("dtype") == "f32" else int(p["value"])
             else:
                 numel = 1
                 for d in p["shape"]:
@@ -308,15 +309,26 @@ class CTA:
         # shared layout
         self.sym_addr: dict[str, Ptr] = {}
         addr = SHARED_BASE
+        dynamic = []
         for v in kernel.vars.values():
             if v.space != "shared":
                 if v.space == "local":
                     raise Unsupported(f"{kernel.file}:{v.line}: .local variable {v.name}")
                 continue
+            if v.extern:
+                dynamic.append(v)
+                continue
             addr = (addr + v.align - 1) // v.align * v.align
-            size = v.size if v.size else 48 * 1024
-            self.sym_addr[v.name] = Ptr(addr, (v.name, addr, addr + size, "shared"), "shared")
-            addr += size
+            self.sym_addr[v.name] = Ptr(addr, (v.name, addr, addr + v.size, "shared"), "shared")
+            addr += v.size
+        if dynamic and dyn is None:
+            raise Unsupported(f"{kernel.file}:{dynamic[0].line}: extern .shared {dynamic[0].name} needs the "
+                              "launch's shared_bytes")
+        if dynamic:   # all extern arrays alias the one dynamic region, after the static ones
+            align = max(v.align for v in dynamic)
+            addr = (addr + align - 1) // align * align
+            for v in dynamic:
+                self.sym_addr[v.name] = Ptr(addr, ("shared@dynamic", addr, addr + dyn, "shared"), "shared")
         self.smem: dict[int, tuple] = {}      # byte address -> (value, width) at value start
         self.gmem: dict[int, tuple] = {}      # stores to global memory
         self.shadow: dict[tuple, _Shadow] = {}
@@ -1192,7 +1204,9 @@ class CTA:
             if ins.op != "ld" or not isinstance(m.base, Sym) or m.base.name not in self.param_values or m.offset:
                 raise self._err(th, ins, "bad parameter access")
             v = self.param_values[m.base.name]
-            self.setreg(th, dst, self.keep(ins, v, _wrap(v, ty)))
+            if isinstance(v, Rat) and ty not in ("f32", "b32"):
+                raise Unsupported(f"{self.k.file}:{ins.line}: a float parameter read as an integer in `{ins.text}`")
+            self.setreg(th, dst, v if isinstance(v, Rat) else self.keep(ins, v, _wrap(v, ty)))
             return
         addr = self.address(th, m, ins, space)
         if addr % width:
@@ -1450,7 +1464,7 @@ def static_check(kernel: Kernel) -> None:
                               f"is not modelled yet in `{ins.text}`")
 
 
-def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0), side: str = "") -> Result:
+def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0), side: str = "", dyn: int | None = None) -> Result:
     """Run one CTA; ``side`` names its never-written shared memory (``reference.shared@uninit[..]``)."""
     static_check(kernel)
-    return CTA(kernel, grid, block, params, cta, side).run()
+    return CTA(kernel, grid, block, params, cta, side, dyn).run()

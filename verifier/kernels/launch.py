@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from certificates.errors import Malformed
-from certificates.kernel import check_dims, check_params
+from certificates.kernel import bind, check_dims, check_params, shared_bytes
 
 
 def load_launch(path: str) -> dict:
@@ -40,6 +40,8 @@ def load_launch(path: str) -> dict:
             raise Malformed(path, f"{side}.ptx: no file {s['ptx']}")
         check_dims(s.get("grid"), f"{path}: {side}.grid")
         check_dims(s.get("block"), f"{path}: {side}.block")
+        bind(params, s, f"{path}: {side}")
+        shared_bytes(s, f"{path}: {side}")
         if cta != "all" and any(c >= g for c, g in zip(cta, s["grid"])):
             raise Malformed(path, f"check_cta {entry['check_cta']} lies outside {side}.grid {s['grid']}")
     return entry

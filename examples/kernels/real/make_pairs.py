@@ -1,0 +1,43 @@
+"""Write pairs.json of the real-style corpus (python3 examples/kernels/real/make_pairs.py)."""
+import json
+def side(f, e, grid, block, **kw):
+    d = {"src": f"../src/real/{f}.cu", "ptx": f"../ptx/real/{f}.ptx", "entry": e, "grid": grid, "block": block}
+    d.update(kw); return d
+T = lambda n, role, shape, dt="f32": {"name": n, "role": role, "dtype": dt, "shape": shape}
+pairs = [
+ dict(name="int_sum", description="block sum of int data: serial vs shared-memory tree (exact modulo 2^32)",
+      reference=side("int_sum", "int_sum_ref", [2,1,1], [1,1,1]), optimized=side("int_sum", "int_sum_tree", [2,1,1], [128,1,1]),
+      params=[T("x","input",[512],"s32"), T("out","output",[2],"s32")]),
+ dict(name="warp_sum", description="warp-shuffle sum with WARP_SZ and %laneid",
+      reference=side("warp_sum", "warp_sum_ref", [2,1,1], [1,1,1]), optimized=side("warp_sum", "warp_sum_shfl", [2,1,1], [64,1,1]),
+      params=[T("x","input",[128]), T("out","output",[2])]),
+ dict(name="row_max", description="row max with -INFINITY initial max: serial vs shfl.xor",
+      reference=side("row_max", "row_max_ref", [2,1,1], [4,1,1]), optimized=side("row_max", "row_max_warp", [2,1,1], [128,1,1]),
+      params=[T("x","input",[256]), T("out","output",[8])]),
+ dict(name="softmax_expf", description="softmax with expf (no fast math): two-pass vs online",
+      reference=side("softmax_expf", "softmax_expf_ref", [2,1,1], [4,1,1]), optimized=side("softmax_expf", "softmax_expf_online", [2,1,1], [4,1,1]),
+      params=[T("x","input",[256]), T("y","output",[256])]),
+ dict(name="func_call", description="__noinline__ device function (.func, call, ret) vs inline",
+      reference=side("func_call", "func_call_ref", [2,1,1], [32,1,1]), optimized=side("func_call", "func_call_noinline", [2,1,1], [32,1,1]),
+      params=[T("x","input",[64]), T("y","input",[64]), T("out","output",[64])]),
+ dict(name="const_table", description="__constant__ table and initialized __device__ array vs literals",
+      reference=side("const_table", "const_table_ref", [2,1,1], [32,1,1]), optimized=side("const_table", "const_table_lookup", [2,1,1], [32,1,1]),
+      params=[T("x","input",[64]), T("out","output",[64])]),
+ dict(name="local_array", description="per-thread array indexed at run time (.local) vs direct indexing",
+      reference=side("local_array", "local_array_ref", [2,1,1], [8,1,1]), optimized=side("local_array", "local_array_buf", [2,1,1], [8,1,1]),
+      params=[T("x","input",[128]), T("out","output",[16])]),
+ dict(name="scale", description="symbolic float scalar alpha; unused parameter; different parameter lists bound by name",
+      reference=side("scale", "scale_ref", [2,1,1], [32,1,1], params=["x","alpha","unused","out"]),
+      optimized=side("scale", "scale_twice", [2,1,1], [32,1,1], params=["x","alpha","out"]),
+      params=[T("x","input",[64]), {"name":"alpha","role":"scalar","dtype":"f32"}, {"name":"unused","role":"scalar","dtype":"s32","value":7}, T("out","output",[64])]),
+ dict(name="dyn_smem", description="dynamic shared memory sized at launch (shared_bytes)",
+      reference=side("dyn_smem", "dyn_smem_ref", [2,1,1], [64,1,1], shared_bytes=256), optimized=side("dyn_smem", "dyn_smem_reverse", [2,1,1], [64,1,1], shared_bytes=256),
+      params=[T("x","input",[128]), T("out","output",[128])]),
+ dict(name="strided_sum", description="run-time length n: selp accumulator-init idiom",
+      reference=side("strided_sum", "strided_sum_ref", [1,1,1], [32,1,1]), optimized=side("strided_sum", "strided_sum_unrolled", [1,1,1], [32,1,1]),
+      params=[T("x","input",[200]), T("out","output",[32]), {"name":"n","role":"scalar","dtype":"s32","value":200}]),
+]
+for p in pairs: p.update(check_cta=[0,0,0], expected={"verdict": "equivalent"})
+import os
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
+json.dump({"version": 1, "about": "Real-style kernels as nvcc 13 emits them (-O3 -lineinfo, no fast math), issue 13 'Reach'. Paths relative to this folder. A side's optional `params` lists, in its .param order, the names of the shared `params` it binds; `shared_bytes` is the dynamic shared memory of a launch.", "pairs": pairs}, open("pairs.json","w"), indent=1)
