@@ -4,9 +4,7 @@
 (symbolic, for obligations), floats (numeric, for tests and counterexamples) and ints/bools
 (indices and masks, always concrete: the checker enumerates integer inputs). ``a`` holds
 the node's attributes plus ``_symbolic`` and, for collectives, ``_group`` (global ranks in
-member order). ``axes(C, I, O, a, why)`` is the rule of certificates/shapes.py: it ties,
-pins and scales the axes of the inputs ``I`` and outputs ``O`` (lists of axes); an op
-without one, or whose rule returns False, keeps every axis at full size.
+member order). Shape-reduction rules are in certificates/rules.py.
 """
 
 from __future__ import annotations
@@ -45,14 +43,13 @@ class Op:
     p2p: bool = False                 # group [src, dst]: one input on src, one output on dst
     outputs: int | None = 1           # None: decided by the shape rule (split, chunk)
     aliases: tuple[str, ...] = field(default=())
-    axes: Callable | None = None      # shape-reduction rule (certificates/shapes.py)
 
 
 REGISTRY: dict[str, Op] = {}
 
 
 def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Callable:
-    """Register ``run(xs, a) -> outputs`` under every name in ``targets``; kw: ``shape``, ``axes``..."""
+    """Register ``run(xs, a) -> outputs`` under every name in ``targets``; kw: ``shape``, ``outputs``..."""
     def deco(run: Callable) -> Callable:
         names = targets.split()
         o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, aliases=tuple(names[1:]), **kw)
@@ -144,48 +141,6 @@ def _concrete(fn, x, y):
     return fn(x, y)
 
 
-# ---------------------------------------------------------------- reduction rules shared by several ops
-
-def _ew_rule(C, I, O, a, why) -> None:
-    """Elementwise: outputs tied to each other, inputs broadcast into the first output."""
-    for o in O:
-        C.tie_all(o, O[0])
-    for y in I:
-        if y is not None:
-            C.bcast(y, O[0])
-
-
-def _pieces_rule(C, I, O, a, why) -> None:
-    """Pieces of one tensor (cat, split, pad, all_to_all): every axis tied across pieces."""
-    pieces = [y for y in I + O if y and not (len(y) == 1 and C.size[y[0]] == 0)]
-    for y in pieces:
-        C.tie_all(y, pieces[0])
-
-
-def _norm_rule(C, I, O, a, why) -> None:
-    out, k = O[0], len(a["normalized_shape"])
-    for y in I + O:
-        if y and len(y) in (k, len(out)):
-            C.bcast(y, out)
-        elif y:
-            C.bcast(y[:len(out) - k], out[:len(out) - k])
-    C.pin_all(out[len(out) - k:], f"{why}: normalized size enters the mean")
-
-
-def _loss_rule(ref: int = 0, reductions: tuple = (0,)) -> Callable:
-    """NLL losses in ``reductions`` (forward: not reduced; a sum or mean mixes the batch): batch axes of ``ref`` lead."""
-    def rule(C, I, O, a, why):
-        if a.get("reduction") not in reductions:
-            return False
-        x = I[ref]
-        for y in I + O:
-            for p, q in zip(y or [], x):
-                if C.size[p] == C.size[q]:
-                    C.tie(p, q)
-        C.pin(x[min(1, len(x) - 1)], f"{why}: classes indexed by integer targets")
-    return rule
-
-
 # ---------------------------------------------------------------- matrix products
 
 def _mm_shape(shapes, a, rank: int = 2):
@@ -207,17 +162,6 @@ def _matmul_shape(shapes, a):
     return [out[:-1] if len(y) == 1 else out]
 
 
-def _mm_rule(C, I, O, a, why) -> None:
-    y, z, out = I[-2], I[-1], O[0]
-    if len(y) < 2 or len(z) < 2:
-        return C.pin_all(y + z + out, f"{why}: matmul of a vector")
-    C.tie(y[-1], z[-2]), C.tie(y[-2], out[-2]), C.tie(z[-1], out[-1])
-    C.pin(y[-1], f"{why}: contracted")
-    C.bcast(y[:-2], out[:-2]), C.bcast(z[:-2], out[:-2])
-    if len(I) == 3:  # addmm's bias
-        C.bcast(I[0], out)
-
-
 def _linear_shape(shapes, a):
     x, w = shapes[0], shapes[1]
     _fail_if(len(w) != 2 or not x or x[-1] != w[1], f"linear of input {x} and weight {w}")
@@ -227,27 +171,17 @@ def _linear_shape(shapes, a):
     return [out]
 
 
-def _linear_rule(C, I, O, a, why) -> None:
-    x, w, out = I[0], I[1], O[0]
-    C.tie(x[-1], w[1]), C.tie(w[0], out[-1])
-    C.pin(x[-1], f"{why}: contracted")
-    C.bcast(x[:-1], out[:-1])
-    if len(I) > 2 and I[2]:
-        C.bcast(I[2], out)
-
-
 def _linear(xs, a):
     y = xs[0] @ xs[1].T
     return [y + xs[2] if len(xs) > 2 and xs[2] is not None else y]
 
 
-_MM = {"axes": _mm_rule}
-op("aten.mm.default", "self mat2", shape=_mm_shape, **_MM)(lambda xs, a: [xs[0] @ xs[1]])
-op("aten.bmm.default", "self mat2", shape=lambda s, a: _mm_shape(s, a, 3), **_MM)(lambda xs, a: [xs[0] @ xs[1]])
-op("aten.matmul.default", "self other", shape=_matmul_shape, **_MM)(lambda xs, a: [np.asarray(xs[0] @ xs[1])])
-op("aten.addmm.default", "self mat1 mat2", {"beta": 1, "alpha": 1}, shape=_mm_shape, **_MM)(
+op("aten.mm.default", "self mat2", shape=_mm_shape)(lambda xs, a: [xs[0] @ xs[1]])
+op("aten.bmm.default", "self mat2", shape=lambda s, a: _mm_shape(s, a, 3))(lambda xs, a: [xs[0] @ xs[1]])
+op("aten.matmul.default", "self other", shape=_matmul_shape)(lambda xs, a: [np.asarray(xs[0] @ xs[1])])
+op("aten.addmm.default", "self mat1 mat2", {"beta": 1, "alpha": 1}, shape=_mm_shape)(
     lambda xs, a: [_lift(xs[0], _scalar(a["beta"])) * xs[0] + _lift(xs[1], _scalar(a["alpha"])) * (xs[1] @ xs[2])])
-op("aten.linear.default", "input weight bias?", shape=_linear_shape, axes=_linear_rule)(_linear)
+op("aten.linear.default", "input weight bias?", shape=_linear_shape)(_linear)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -258,7 +192,7 @@ def _integral(v) -> bool:
 
 def _binary(targets: str, fn: Callable, alpha: bool = False, rsub: bool = False, arith: str = "") -> None:
     """``arith``: "ring" (+ - *: integers stay integers unless a real takes part) or "div" (true division)."""
-    @op(targets, "self other?", {"other": None, **({"alpha": 1} if alpha else {})}, axes=_ew_rule,
+    @op(targets, "self other?", {"other": None, **({"alpha": 1} if alpha else {})},
         shape=lambda s, a: [_bcast(*s)] if len(s) == 2 else [s[0]])
     def run(xs, a):
         if a["_symbolic"] and (arith == "div" or arith and not all(map(_integral, [*xs, a["other"], a.get("alpha")]))):
@@ -288,7 +222,7 @@ _binary("aten.bitwise_and.Tensor", lambda x, y: _concrete(np.bitwise_and, x, y))
 
 
 def _unary(targets: str, fn: Callable, attrs: dict | None = None) -> None:
-    op(targets, "self", attrs, shape=lambda s, a: [s[0]], axes=_ew_rule)(lambda xs, a: [np.asarray(fn(xs[0], a))])
+    op(targets, "self", attrs, shape=lambda s, a: [s[0]])(lambda xs, a: [np.asarray(fn(xs[0], a))])
 
 
 def _pow(x, a):
@@ -327,9 +261,9 @@ def _where(c, x, y):
     return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
 
 
-op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)], axes=_ew_rule)(
+op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(
     lambda xs, a: [_where(xs[0], xs[1], xs[2])])
-op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)], axes=_ew_rule)(
+op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)])(
     lambda xs, a: [_where(xs[1], _lift(xs[0], _scalar(a["value"])), xs[0])])
 
 
@@ -356,16 +290,8 @@ def _reduce(x, a, mean: bool):
     return np.asarray(out)
 
 
-def _red_rule(mean: bool) -> Callable:
-    def rule(C, I, O, a, why):
-        x, dims = I[0], _red_dims(a, len(I[0]))
-        C.bcast([v for k, v in enumerate(x) if a["keepdim"] or k not in dims], O[0])
-        C.pin_all([x[d] for d in dims], f"{why}: " + ("its size enters the mean" if mean else "summed"))
-    return rule
-
-
 for _t, _mean in (("aten.sum.dim_IntList aten.sum.default", False), ("aten.mean.dim aten.mean.default", True)):
-    op(_t, "self", {"dim": None, "keepdim": False, "dtype": None}, shape=_red_shape, axes=_red_rule(_mean))(
+    op(_t, "self", {"dim": None, "keepdim": False, "dtype": None}, shape=_red_shape)(
         lambda xs, a, m=_mean: [_reduce(xs[0], a, m)])
 
 
@@ -382,15 +308,9 @@ def _along_dim(shapes, a):
     return [shapes[0]]
 
 
-def _along_rule(C, I, O, a, why) -> None:
-    """Elementwise except along ``dim``, whose values are mixed (softmax and its backward): pinned."""
-    _ew_rule(C, I, O, a, why)
-    C.pin(O[0][_dim(a["dim"], len(O[0]))], f"{why}: normalized along dim")
-
-
 for _t, _log_sm in (("aten._softmax.default aten.softmax.int", False),
                     ("aten._log_softmax.default aten.log_softmax.int", True)):
-    op(_t, "self", {"dim": REQ, "half_to_float": False, "dtype": None}, shape=_along_dim, axes=_along_rule)(
+    op(_t, "self", {"dim": REQ, "half_to_float": False, "dtype": None}, shape=_along_dim)(
         lambda xs, a, log=_log_sm: [_softmax(xs[0], _dim(a["dim"], xs[0].ndim), log)])
 
 
@@ -400,20 +320,14 @@ def _view_shape(shapes, a):
     return [_sizes(a.get("size", a.get("shape")), math.prod(shapes[0]))]
 
 
-def _view_rule(C, I, O, a, why) -> None:
-    C.reshape(I[0], O[0], why)
-    C.resize("size" if "size" in a else "shape", O[0])  # the attribute that holds the output shape
-
-
 for _t, _key in (("aten.view.default aten._unsafe_view.default", "size"), ("aten.reshape.default", "shape")):
-    op(_t, "self", {_key: REQ}, shape=_view_shape, axes=_view_rule)(
+    op(_t, "self", {_key: REQ}, shape=_view_shape)(
         lambda xs, a, k=_key: [xs[0].reshape(_sizes(a[k], xs[0].size))])
 
 
 def _permute(targets: str, attrs: dict | None, perm: Callable) -> None:
-    """A permutation of axes ``perm(a, rank)``: shape rule, run and reduction rule."""
-    op(targets, "self", attrs, shape=lambda s, a: [tuple(s[0][i] for i in perm(a, len(s[0])))],
-       axes=lambda C, I, O, a, why: C.tie_all([I[0][i] for i in perm(a, len(I[0]))], O[0]))(
+    """A permutation of axes ``perm(a, rank)``: shape rule and run."""
+    op(targets, "self", attrs, shape=lambda s, a: [tuple(s[0][i] for i in perm(a, len(s[0])))])(
         lambda xs, a: [np.transpose(xs[0], perm(a, xs[0].ndim))])
 
 
@@ -454,23 +368,12 @@ def _squeeze_dims(s, a):
     return [d for d in dims if s[d] == 1]
 
 
-def _expand_rule(C, I, O, a, why) -> None:
-    C.bcast(I[0], O[0])
-    C.resize("size", O[0])
-
-
-def _unit_rule(C, I, O, a, why) -> None:
-    """(Un)squeeze: the axes other than 1 correspond in order."""
-    C.tie_all([v for v in I[0] if C.size[v] != 1], [v for v in O[0] if C.size[v] != 1])
-
-
-op("aten.expand.default", "self", {"size": REQ, "implicit": False}, shape=_expand_shape,
-   axes=_expand_rule)(
+op("aten.expand.default", "self", {"size": REQ, "implicit": False}, shape=_expand_shape)(
     lambda xs, a: [np.broadcast_to(xs[0], _expand_shape([xs[0].shape], a)[0]).copy()])
-op("aten.unsqueeze.default", "self", {"dim": REQ}, axes=_unit_rule,
+op("aten.unsqueeze.default", "self", {"dim": REQ},
    shape=lambda s, a: [s[0][:_dim(a["dim"], len(s[0]) + 1)] + (1,) + s[0][_dim(a["dim"], len(s[0]) + 1):]])(
     lambda xs, a: [np.expand_dims(xs[0], _dim(a["dim"], xs[0].ndim + 1))])
-op("aten.squeeze.dim aten.squeeze.dims aten.squeeze.default", "self", {"dim": None}, axes=_unit_rule,
+op("aten.squeeze.dim aten.squeeze.dims aten.squeeze.default", "self", {"dim": None},
    shape=lambda s, a: [tuple(n for i, n in enumerate(s[0]) if i not in _squeeze_dims(s[0], a))])(
     lambda xs, a: [np.squeeze(xs[0], tuple(_squeeze_dims(xs[0].shape, a)))])
 
@@ -498,16 +401,6 @@ def _narrow_shape(shapes, a):
     return _slice_shape(shapes, _narrow(a))
 
 
-def _slice_rule(C, I, O, a, why) -> None:
-    x = I[0]
-    d = _dim(a["dim"], len(x))
-    C.tie_all(x, O[0])
-    if a.get("step", 1) != 1:
-        C.pin(x[d], f"{why}: strided slice")
-    for key in ("start", "end", "length"):
-        C.quantity(x[d], a.get(key), f"{why}: {key}", key)
-
-
 def _select_shape(shapes, a):
     s = shapes[0]
     d = _dim(a["dim"], len(s))
@@ -515,18 +408,11 @@ def _select_shape(shapes, a):
     return [s[:d] + s[d + 1:]]
 
 
-def _select_rule(C, I, O, a, why) -> None:
-    x = I[0]
-    d = _dim(a["dim"], len(x))
-    C.pin(x[d], f"{why}: select picks one index")
-    C.tie_all(x[:d] + x[d + 1:], O[0])
-
-
-op("aten.slice.Tensor", "self", {"dim": 0, "start": None, "end": None, "step": 1}, shape=_slice_shape,
-   axes=_slice_rule)(lambda xs, a: [xs[0][_slice_index(xs[0].shape, a)]])
-op("aten.narrow.default", "self", {"dim": REQ, "start": REQ, "length": REQ}, shape=_narrow_shape,
-   axes=_slice_rule)(lambda xs, a: [xs[0][_slice_index(xs[0].shape, _narrow(a))]])
-op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape, axes=_select_rule)(
+op("aten.slice.Tensor", "self", {"dim": 0, "start": None, "end": None, "step": 1}, shape=_slice_shape)(
+    lambda xs, a: [xs[0][_slice_index(xs[0].shape, a)]])
+op("aten.narrow.default", "self", {"dim": REQ, "start": REQ, "length": REQ}, shape=_narrow_shape)(
+    lambda xs, a: [xs[0][_slice_index(xs[0].shape, _narrow(a))]])
+op("aten.select.int", "self", {"dim": REQ, "index": REQ}, shape=_select_shape)(
     lambda xs, a: [np.take(xs[0], a["index"], axis=_dim(a["dim"], xs[0].ndim))])
 
 
@@ -545,7 +431,7 @@ def _cat(xs, a):
     return [np.concatenate(xs, axis=_dim(a["dim"], xs[0].ndim))]
 
 
-op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True, axes=_pieces_rule)(_cat)
+op("aten.cat.default", "tensors", {"dim": 0}, shape=_cat_shape, variadic=True)(_cat)
 
 
 def _split_sizes(s, a) -> list[int]:
@@ -575,25 +461,9 @@ def _split(xs, a):
     return list(np.split(xs[0], cuts, axis=_dim(a["dim"], xs[0].ndim)))
 
 
-def _split_rule(C, I, O, a, why) -> None:
-    _pieces_rule(C, I, O, a, why)
-    x = I[0][_dim(a["dim"], len(I[0]))]
-    if "chunks" in a:
-        q, r = divmod(C.size[x], a["chunks"])
-        if r:
-            C.pin(x, f"{why}: {a['chunks']} chunks do not divide")
-        else:
-            C.quantity(x, q, f"{why}: split size")
-    elif "split_size" in a:
-        C.quantity(x, a["split_size"], f"{why}: split size", "split_size")
-    else:
-        for i, v in enumerate(a["split_sizes"]):
-            C.quantity(x, v, f"{why}: split size", "split_sizes", i)
-
-
 for _t, _key in (("aten.split.Tensor", "split_size"), ("aten.split_with_sizes.default", "split_sizes"),
                  ("aten.chunk.default", "chunks")):
-    op(_t, "self", {_key: REQ, "dim": 0}, shape=_split_shape, outputs=None, axes=_split_rule)(_split)
+    op(_t, "self", {_key: REQ, "dim": 0}, shape=_split_shape, outputs=None)(_split)
 
 
 def _pad_widths(s, a):
@@ -616,13 +486,7 @@ def _pad(xs, a):
     return [out]
 
 
-def _pad_rule(C, I, O, a, why) -> None:
-    _pieces_rule(C, I, O, a, why)
-    for k, v in enumerate(a["pad"]):
-        C.quantity(I[0][len(I[0]) - 1 - k // 2], v, f"{why}: pad", "pad", k)
-
-
-op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0}, axes=_pad_rule,
+op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0},
    shape=lambda s, a: [tuple(n + lo + hi for n, (lo, hi) in zip(s[0], _pad_widths(s[0], a)))])(_pad)
 
 
@@ -635,15 +499,8 @@ def _embedding(xs, a):
     return [w[idx]]
 
 
-def _embedding_rule(C, I, O, a, why) -> None:
-    w, out = I[0], O[0]
-    C.pin(w[0], f"{why}: rows indexed by integer values")
-    C.tie(w[1], out[-1])
-    C.bcast(I[1], out[:-1])
-
-
 op("aten.embedding.default", "weight indices", {"padding_idx": -1, "scale_grad_by_freq": False, "sparse": False},
-   shape=lambda s, a: [tuple(s[1]) + tuple(_ranks(s[:1], 2)[0][1:])], axes=_embedding_rule)(_embedding)
+   shape=lambda s, a: [tuple(s[1]) + tuple(_ranks(s[:1], 2)[0][1:])])(_embedding)
 
 INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 
@@ -661,7 +518,7 @@ def _full(size, value, a):
     return [np.full(tuple(size), float(value))]
 
 
-_CREATE = {"shape": lambda s, a: [tuple(a["size"])], "axes": lambda C, I, O, a, why: C.resize("size", O[0])}
+_CREATE = {"shape": lambda s, a: [tuple(a["size"])]}
 op("aten.full.default", "", {"size": REQ, "fill_value": REQ, "dtype": None}, **_CREATE)(
     lambda xs, a: _full(a["size"], _scalar(a["fill_value"]), a))
 op("aten.zeros.default", "", {"size": REQ, "dtype": None}, **_CREATE)(lambda xs, a: _full(a["size"], 0, a))
@@ -712,11 +569,11 @@ def _rms_norm(xs, a):
 
 
 op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},
-   shape=_ln_shape, outputs=3, axes=_norm_rule)(_layer_norm)
+   shape=_ln_shape, outputs=3)(_layer_norm)
 op("aten.layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": 1e-5, "cudnn_enable": True},
-   shape=lambda s, a: _ln_shape(s, a)[:1], axes=_norm_rule)(lambda xs, a: _layer_norm(xs, a)[:1])
+   shape=lambda s, a: _ln_shape(s, a)[:1])(lambda xs, a: _layer_norm(xs, a)[:1])
 op("aten.rms_norm.default", "input weight?", {"normalized_shape": REQ, "eps": None},
-   shape=lambda s, a: _ln_shape(s, a)[:1], axes=_norm_rule)(_rms_norm)
+   shape=lambda s, a: _ln_shape(s, a)[:1])(_rms_norm)
 
 
 # ---------------------------------------------------------------- losses
@@ -761,12 +618,11 @@ def _mse(xs, a):
 
 
 _NLL = {"reduction": 1, "ignore_index": -100}
-op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2,
-   axes=_loss_rule())(_nll_forward)
+op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2)(
+    _nll_forward)
 op("aten.cross_entropy_loss.default", "self target weight?", {**_NLL, "label_smoothing": 0.0},
-   shape=lambda s, a: _nll_shape(s, a)[:1], axes=_loss_rule())(_cross_entropy)
-op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadcast: elementwise unless reduced
-   axes=lambda C, I, O, a, why: _ew_rule(C, I, O, a, why) if a["reduction"] == 0 else False,
+   shape=lambda s, a: _nll_shape(s, a)[:1])(_cross_entropy)
+op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadcast
    shape=lambda s, a: [_bcast(*s) if a["reduction"] == 0 else _bcast(*s)[:0]])(_mse)
 
 
@@ -798,11 +654,6 @@ def _rs_shape(s, a):
     s0 = _same_shapes(s)
     _fail_if(not s0 or s0[0] % len(s), f"reduce_scatter of {s0} over {len(s)} ranks: dim 0 does not divide")
     return [(s0[0] // len(s),) + s0[1:]] * len(s)
-
-
-def _gather_rule(C, I, O, a, why) -> None:
-    for y in I + O:
-        C.tie_all(y, O[0])
 
 
 def _a2a_sizes(n0: int, sizes, w: int) -> list[int]:
@@ -839,13 +690,6 @@ def _a2a(xs, a):
     return [np.concatenate([parts[j][r] for j in range(len(xs))], axis=0) for r in range(len(xs))]
 
 
-def _a2a_rule(C, I, O, a, why) -> None:
-    _pieces_rule(C, I, O, a, why)
-    for key in ("output_split_sizes", "input_split_sizes"):  # lists per member: never scaled
-        for i, v in enumerate(a[key] or []):
-            C.quantity(I[0][0], v, f"{why}: split size", key, i)
-
-
 def _src(a) -> int:
     _fail_if(a["src"] not in a["_group"], f"broadcast source {a['src']} is not in the group {a['_group']}")
     return a["_group"].index(a["src"])
@@ -857,19 +701,19 @@ def _broadcast_shape(shapes, a):
 
 
 _COLL = {"collective": True}
-op("_c10d_functional.all_reduce.default", "self", {"reduce_op": "sum"}, shape=lambda s, a: [_same_shapes(s)] * len(s),
-   axes=_ew_rule, **_COLL)(lambda xs, a: [_reduce_all(xs, a["reduce_op"])] * len(xs))
-op("_c10d_functional.all_gather_into_tensor.default", "self", {}, axes=_gather_rule, **_COLL,
+op("_c10d_functional.all_reduce.default", "self", {"reduce_op": "sum"}, shape=lambda s, a: [_same_shapes(s)] * len(s), **_COLL)(
+    lambda xs, a: [_reduce_all(xs, a["reduce_op"])] * len(xs))
+op("_c10d_functional.all_gather_into_tensor.default", "self", {}, **_COLL,
    shape=lambda s, a: [(len(s) * _same_shapes(s)[0],) + s[0][1:]] * len(s))(
     lambda xs, a: [np.concatenate(xs, axis=0)] * len(xs))
-op("_c10d_functional.reduce_scatter_tensor.default", "self", {"reduce_op": "sum"}, shape=_rs_shape,
-   axes=_gather_rule, **_COLL)(lambda xs, a: np.split(_reduce_all(xs, a["reduce_op"]), len(xs), axis=0))
+op("_c10d_functional.reduce_scatter_tensor.default", "self", {"reduce_op": "sum"}, shape=_rs_shape, **_COLL)(
+    lambda xs, a: np.split(_reduce_all(xs, a["reduce_op"]), len(xs), axis=0))
 # Split sizes are given per group member (lists of lists), since each rank passes its own.
 op("_c10d_functional.all_to_all_single.default", "self", {"output_split_sizes": None, "input_split_sizes": None},
-   shape=_a2a_shape, outputs=None, axes=_a2a_rule, **_COLL)(_a2a)
-op("_c10d_functional.broadcast.default", "self", {"src": REQ}, shape=_broadcast_shape, axes=_ew_rule, **_COLL)(
+   shape=_a2a_shape, outputs=None, **_COLL)(_a2a)
+op("_c10d_functional.broadcast.default", "self", {"src": REQ}, shape=_broadcast_shape, **_COLL)(
     lambda xs, a: [xs[_src(a)]] * len(xs))
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
-op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True, axes=_ew_rule)(
+op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
     lambda xs, a: [xs[0]])
 from . import ops_grad, ops_train  # noqa: E402,F401 (backward and training operators)

@@ -12,8 +12,7 @@ import math
 
 import numpy as np
 
-from .ops import (REQ, ShapeError, _along_rule, _dim, _ew_rule, _fail_if, _lift, _loss_rule, _map, _norm_axes,
-                  _norm_rule, _scalar, _sigmoid, is_sym, op, to_fraction)
+from .ops import REQ, ShapeError, _dim, _fail_if, _lift, _map, _norm_axes, _scalar, _sigmoid, is_sym, op, to_fraction
 from .poly import NUMERIC, Rat
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -41,7 +40,7 @@ def _same2(shapes, a):
     return [shapes[0]]
 
 
-_EW = {"shape": _same2, "axes": _ew_rule}
+_EW = {"shape": _same2}
 
 
 @op("aten.threshold_backward.default", "grad_output self", {"threshold": REQ}, **_EW)
@@ -62,8 +61,7 @@ def _silu_backward(xs, a):
     return [g * s * (1 + x * (1 - s))]
 
 
-@op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None}, shape=_same2,
-    axes=_along_rule)
+@op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None}, shape=_same2)
 def _softmax_backward(xs, a):
     g, y = xs
     d = _dim(a["dim"], y.ndim)
@@ -78,14 +76,8 @@ def _ln_bwd_shape(shapes, a):
     return [tuple(x), ns, ns]
 
 
-def _ln_bwd_rule(C, I, O, a, why) -> None:
-    _norm_rule(C, I, O, a, why)
-    C.pin_all(I[1], f"{why}: batch summed into the weight and bias gradients")
-
-
 @op("aten.native_layer_norm_backward.default", "grad_out input mean rstd weight? bias?",
-    {"normalized_shape": REQ, "output_mask": [True, True, True]}, shape=_ln_bwd_shape, outputs=3,
-    axes=_ln_bwd_rule)
+    {"normalized_shape": REQ, "output_mask": [True, True, True]}, shape=_ln_bwd_shape, outputs=3)
 def _layer_norm_backward(xs, a):
     g, x, mean, rstd = xs[:4]
     w = xs[4] if len(xs) > 4 else None
@@ -106,16 +98,8 @@ def _emb_bwd_shape(shapes, a):
     return [(a["num_weights"], g[-1])]
 
 
-def _emb_bwd_rule(C, I, O, a, why) -> None:
-    g, out = I[0], O[0]
-    C.pin(out[0], f"{why}: rows indexed by integer values")
-    C.tie(g[-1], out[1])
-    C.bcast(I[1], g[:-1])
-    C.pin_all(g[:-1], f"{why}: positions summed into rows")
-
-
 @op("aten.embedding_dense_backward.default", "grad_output indices",
-    {"num_weights": REQ, "padding_idx": -1, "scale_grad_by_freq": False}, shape=_emb_bwd_shape, axes=_emb_bwd_rule)
+    {"num_weights": REQ, "padding_idx": -1, "scale_grad_by_freq": False}, shape=_emb_bwd_shape)
 def _embedding_backward(xs, a):
     g, idx = xs
     _fail_if(is_sym(idx) or idx.dtype.kind not in "iu", "embedding indices must be integer tensors")
@@ -137,7 +121,7 @@ def _nll_bwd_shape(shapes, a):
 
 
 @op("aten.nll_loss_backward.default", "grad_output self target weight? total_weight",
-    {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape, axes=_loss_rule(ref=1, reductions=(0, 2)))
+    {"reduction": 1, "ignore_index": -100}, shape=_nll_bwd_shape)
 def _nll_backward(xs, a):
     g, x, t, w, tw = xs
     _fail_if(w is not None, "class weights are not supported")
@@ -156,5 +140,5 @@ def _nll_backward(xs, a):
 
 # Forward ops that captured real models (Llama's rotary embedding) need and ops.py lacks;
 # the atoms sin/cos already have their numeric meaning in poly.NUMERIC.
-op("aten.cos.default", "self", shape=lambda s, a: [s[0]], axes=_ew_rule)(lambda xs, a: [_map("cos", np.cos)(xs[0])])
-op("aten.sin.default", "self", shape=lambda s, a: [s[0]], axes=_ew_rule)(lambda xs, a: [_map("sin", np.sin)(xs[0])])
+op("aten.cos.default", "self", shape=lambda s, a: [s[0]])(lambda xs, a: [_map("cos", np.cos)(xs[0])])
+op("aten.sin.default", "self", shape=lambda s, a: [s[0]])(lambda xs, a: [_map("sin", np.sin)(xs[0])])

@@ -3,7 +3,7 @@
 Only *map axes* are reduced (docs/stages.md: theorem ``MapAxis``): along a reduced axis, every
 output element at index i depends on index i of the inputs only, through a function that depends
 on i only through its region (the intervals between recorded offsets). ``constraints`` reads from
-the FULL graphs and relations, by each operator's ``axes`` rule (ops.py): *ties* (axes indexed
+the FULL graphs and relations, by each operator's rule (rules.py): *ties* (axes indexed
 together: one divisor), *pins* (summed, contracted or normalized axes, axes whose size enters a
 value or that integer values index; every axis of an op without a rule: full size), *scaled*
 constants (offsets, split sizes, pads: multiples of divisor x grain, then divided) and reshape
@@ -26,6 +26,7 @@ from .graph import Graph, parse_graph
 from .limits import Limits
 from .ops import _dim, _perm, _swap
 from .refinement import Relation, parse_relation
+from .rules import RULES
 
 Axis = tuple[str, str, int]  # (side "spec" | "impl" | "term", tensor or term path, axis)
 Site = tuple  # (attribute, list index or None, the axis of a constant | the output axes of a shape)
@@ -182,7 +183,8 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
             I = [_axes(side, t, len(g.tensors[t].shape)) if t else None for t in n.inputs]  # noqa: E741
             O = [_axes(side, t, len(g.tensors[t].shape)) for t in n.outputs]  # noqa: E741
             why, C.node = f"node '{n.name}' ({n.target})", (side, n.name)
-            if n.op.axes is None or n.op.axes(C, I, O, n.full_attrs(False), why) is False:
+            rule = RULES.get(n.op.target)
+            if rule is None or rule(C, I, O, n.full_attrs(False), why) is False:
                 C.pin_all([v for y in I + O for v in y or []], f"{why}: no reduction rule (sizes kept)")
     for kind, rel in relations.items():
         for s, es in rel.items():
