@@ -124,9 +124,40 @@ def float_of_bits(b: int, width: int) -> Rat:
         return INV_LN2
     fmt = {16: ("<e", "<H", 0xFFFF), 32: ("<f", "<I", ALL)}.get(width, ("<d", "<Q", 2**64 - 1))
     f = struct.unpack(fmt[0], struct.pack(fmt[1], b & fmt[2]))[0]
-    if f != f or f in (float("inf"), float("-inf")):
-        raise Unsupported(f"non-finite float constant {b:#x}")
+    if f in (float("inf"), float("-inf")):
+        return Inf(1 if f > 0 else -1)
+    if f != f:
+        raise Unsupported(f"NaN float constant {b:#x}")
     return Rat.of(Fraction(f))
+
+
+class Inf:
+    """+inf or -inf (``0f7F800000`` / ``0fFF800000``): only the identity (or absorbing
+    element) of ``max``/``min``; it may be moved and selected, any other use is refused, so
+    no NaN or infinite result ever arises."""
+
+    __slots__ = ("sign",)
+
+    def __init__(self, sign: int) -> None:
+        self.sign = sign
+
+    def __eq__(self, o) -> bool:
+        return isinstance(o, Inf) and o.sign == self.sign
+
+    def __hash__(self) -> int:
+        return hash(("inf", self.sign))
+
+    def constant(self) -> None:
+        return None
+
+
+def inf_minmax(op: str, f: list):
+    """``max``/``min`` of two operands, one or both infinite (IEEE 754 maxNum/minNum)."""
+    ident = -1 if op == "max" else 1
+    rest = [x for x in f if x != Inf(ident)]
+    if any(isinstance(x, Inf) for x in rest):
+        return Inf(-ident)
+    return rest[0] if rest else Inf(ident)
 
 
 def typed(v, ty: str):
@@ -380,11 +411,14 @@ class Replay:
             self.put(o[0], th, self.val(th, o[1] if self.val(th, o[3], ins, "pred") else o[2], ins, ty))
         elif ty in FLOATS:
             f = [self.fval(th, x, ins) for x in o[1:]]
+            if any(isinstance(x, Inf) for x in f) and (op not in ("max", "min") or p[1:] not in (["f32"], ["ftz", "f32"])):
+                raise self.unsupported(ins, "an infinite operand (only max/min take ±inf)")
             if op == "div" and f[1].is_zero():
                 raise self.err(th, ins, "division by zero")
             if op not in FLOAT_OPS:
                 raise self.unsupported(ins, "float instruction")
-            self.put(o[0], th, self.saturate(ins, FLOAT_OPS[op](f)) if "sat" in p else FLOAT_OPS[op](f))
+            r = inf_minmax(op, f) if any(isinstance(x, Inf) for x in f) else FLOAT_OPS[op](f)
+            self.put(o[0], th, self.saturate(ins, r) if "sat" in p else r)
         elif ty == "pred":
             v = [bool(self.val(th, x, ins, "pred")) for x in o[1:]]
             if op not in PRED_OPS:
@@ -423,7 +457,7 @@ class Replay:
 
     def fval(self, th: Th, o, ins: Instr) -> Rat:
         v = self.val(th, o, ins, "f32")
-        if isinstance(v, Rat):
+        if isinstance(v, (Rat, Inf)):
             return v
         if type(v) is not int:
             raise self.err(th, ins, "not a float value")
@@ -681,6 +715,8 @@ class Replay:
         return Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
 
     def store(self, th: Th, ins: Instr, addr: Ptr, width: int, value) -> None:
+        if isinstance(value, Inf):
+            raise self.unsupported(ins, "a store of ±inf")
         if self.where(th, ins, addr, width, True) == "shared":
             for a in range(addr - 7, addr + width):      # drop the values this store overlaps
                 e = self.smem.get(a)

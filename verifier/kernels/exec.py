@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import BARRIERS, INTS, IROUND, Ptr, clamp, float_to_int, mul24
+from certificates.kernel import BARRIERS, INTS, IROUND, Inf, Ptr, clamp, float_to_int, inf_minmax, mul24
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -180,8 +180,10 @@ def float_of_bits(bits: int, width: int) -> Rat:
         f = struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
     else:
         f = struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0]
-    if f != f or f in (float("inf"), float("-inf")):
-        raise Unsupported(f"non-finite float constant {bits:#x}")
+    if f in (float("inf"), float("-inf")):
+        return Inf(1 if f > 0 else -1)   # the identity of max / min, nothing else
+    if f != f:
+        raise Unsupported(f"NaN float constant {bits:#x}")
     return Rat.of(Fraction(f))
 
 
@@ -386,7 +388,7 @@ class CTA:
 
     def fval(self, th, o, ins) -> Rat:
         v = self.val(th, o, ins, "f32")
-        if isinstance(v, Rat):
+        if isinstance(v, (Rat, Inf)):
             return v
         if isinstance(v, bool):
             raise self._err(th, ins, "predicate used as a float")
@@ -517,6 +519,8 @@ class CTA:
             return Rat.var(f"{t.name}[{i}]")
 
     def store(self, th, ins, addr: Ptr, width: int, value) -> None:
+        if isinstance(value, Inf):
+            raise self._unsupported(ins, "a store of ±inf")
         space = self._bounds(th, ins, addr, width)
         if space == "shared":
             self._record("shared", addr, width, th, ins, True)
@@ -1074,6 +1078,11 @@ class CTA:
     def _float(self, th, ins) -> None:
         op, ops = ins.op, ins.operands
         f = [self.fval(th, o, ins) for o in ops[1:]]
+        if any(isinstance(x, Inf) for x in f):
+            if op not in ("max", "min") or ins.parts[1:] not in (["f32"], ["ftz", "f32"]):
+                raise self._unsupported(ins, "an infinite operand (only max/min take ±inf)")
+            self.setreg(th, ops[0], inf_minmax(op, f))
+            return
         if op == "add":
             r = f[0] + f[1]
         elif op == "sub":
