@@ -14,3 +14,4 @@ import Composition.Chain
 import Confluence.TruePositives
 import Confluence.Homomorphism
 import Confluence.Counted
+import Composition.Template
