@@ -262,7 +262,6 @@ class Thread:
             for c, v in zip("xyz", vals):
                 self.regs[f"{pre}.{c}"] = v
         self.regs["%laneid"] = self.lane
-        self.regs["%warpid"] = self.warp
         self.regs["%WARP_SZ"] = 32
         self.state = "run"           # run | block | exit
         self.wait = None             # what it is blocked on
@@ -1290,7 +1289,7 @@ def _reader(o, float_ok: bool):
             c = float_of_bits(o.bits, o.width)
         except Unsupported:
             return None
-        return lambda regs: c
+        return (lambda regs: c) if type(c) is Rat else None   # ±inf: the checked slow path
     return None
 
 

@@ -1,0 +1,221 @@
+"""Kernel checker reach (issue 13, "Reach"): the constructs nvcc emits for real kernels
+(±inf as the identity of max/min, WARP_SZ, symbolic float scalars, parameter lists bound by
+name, dynamic shared memory). For each, the program that would fool it is not "equivalent"
+and its certificate (engine-written for a benign twin, then tampered) is REJECTed."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+import pytest
+
+from certificates.errors import Malformed
+from certificates.limits import canonical_bytes
+from certificates.replay import replay
+from verifier.kernels.certificate import kernel_certificate, pair_claim
+from verifier.kernels.equiv import check_pair, load_pairs
+
+PARAMS = ("x", "y", "out")
+
+
+def kernel(body: str, params=PARAMS, shared: str = "") -> str:
+    """A kernel ``k``: one thread per element, ``%f1 = x[i]``, ``%f2 = y[i]`` (if bound),
+    ``%rd10`` the address of ``out[i]``; ``alpha`` is loaded into ``%f9``."""
+    decl = ",\n".join(f"\t.param .{'f32' if p == 'alpha' else 'u64'} k_{p}" for p in params)
+    lines = [".version 8.0", ".target sm_80", ".address_size 64", shared,
+             f".visible .entry k(\n{decl}\n)", "{", "\t.reg .pred %p<4>;", "\t.reg .f32 %f<16>;",
+             "\t.reg .b32 %r<32>;", "\t.reg .b64 %rd<32>;",
+             "\tmov.u32 %r1, %tid.x;", "\tmov.u32 %r2, %ctaid.x;", "\tmov.u32 %r3, %ntid.x;",
+             "\tmad.lo.s32 %r4, %r2, %r3, %r1;", "\tmul.wide.u32 %rd7, %r4, 4;"]
+    regs = {"x": ("%rd1", "%rd8", "%f1"), "y": ("%rd2", "%rd9", "%f2"), "out": ("%rd3", "%rd10", None)}
+    for p in params:
+        if p == "alpha":
+            lines.append("\tld.param.f32 %f9, [k_alpha];")
+        elif p in regs:
+            r, a, f = regs[p]
+            lines += [f"\tld.param.u64 {r}, [k_{p}];", f"\tcvta.to.global.u64 {r}, {r};", f"\tadd.s64 {a}, {r}, %rd7;"]
+            if f:
+                lines.append(f"\tld.global.f32 {f}, [{a}];")
+    return "\n".join(lines) + "\n" + body + "\tret;\n}\n"
+
+
+STORE = "\tst.global.f32 [%rd10], %f3;\n"
+TENSORS = [{"name": t, "role": "output" if t == "out" else "input", "dtype": "f32", "shape": [32]}
+           for t in ("x", "y", "out")]
+ALPHA = {"name": "alpha", "role": "scalar", "dtype": "f32"}
+
+
+def entry(tmp_path, ref: str, opt: str, params=None, ref_side=None, opt_side=None, threads: int = 32) -> dict:
+    (tmp_path / "ref.ptx").write_text(ref)
+    (tmp_path / "opt.ptx").write_text(opt)
+    side = {"entry": "k", "grid": [1, 1, 1], "block": [threads, 1, 1]}
+    return {"name": "p", "params": params or TENSORS, "check_cta": [0, 0, 0],
+            "reference": {"ptx": "ref.ptx", **side, **(ref_side or {})},
+            "optimized": {"ptx": "opt.ptx", **side, **(opt_side or {})}}
+
+
+def certify(tmp_path, e: dict) -> dict:
+    report = check_pair(e, tmp_path)
+    assert report.verdict == "equivalent", report.message
+    return kernel_certificate([pair_claim("p", e, tmp_path, report)])
+
+
+def forged(tmp_path, e: dict) -> dict:
+    """The certificate the engine would write for ``e`` had it found it equivalent."""
+    report = check_pair(e, tmp_path)
+    assert report.verdict == "not-equivalent", report.message
+    report.verdict = "equivalent"
+    return kernel_certificate([pair_claim("p", e, tmp_path, report)])
+
+
+def with_ptx(cert: dict, text: str, side: int = 1) -> dict:
+    c = copy.deepcopy(cert)
+    art = c["subject"]["artifacts"][side]
+    art["embedded"] = text
+    art["sha256"] = hashlib.sha256(canonical_bytes(text)).hexdigest()
+    return c
+
+
+def rejected(cert: dict, tmp_path, reason: str) -> None:
+    p = tmp_path / "cert.json"
+    p.write_text(json.dumps(cert))
+    try:
+        res = replay(str(p))
+    except Malformed as e:
+        assert reason in str(e), str(e)
+        return
+    detail = "; ".join(r.detail for r in res)
+    assert not all(r.ok for r in res) and reason in detail, detail
+
+
+COPY = "\tmov.f32 %f3, %f1;\n" + STORE
+NEG_INF, POS_INF = "0fFF800000", "0f7F800000"
+
+
+# ------------------------------------------------------------------ ±inf: identity of max / min only
+
+def test_inf_identity_of_max_and_min_verifies(tmp_path):
+    body = f"\tmov.f32 %f4, {NEG_INF};\n\tmax.f32 %f5, %f4, %f1;\n\tmov.f32 %f6, {POS_INF};\n" \
+           "\tmin.f32 %f3, %f5, %f6;\n" + STORE
+    e = entry(tmp_path, kernel(COPY), kernel(body))
+    assert check_pair(e, tmp_path).verdict == "equivalent"
+
+
+@pytest.mark.parametrize("body, reason", [
+    (f"\tmax.f32 %f3, %f1, {POS_INF};\n" + STORE, "a store of ±inf"),                   # +inf absorbs max
+    (f"\tmin.f32 %f3, %f1, {NEG_INF};\n" + STORE, "a store of ±inf"),                   # -inf absorbs min
+    (f"\tsub.f32 %f3, %f1, {NEG_INF};\n" + STORE, "infinite operand"),                  # x - -inf = inf
+    (f"\tadd.f32 %f4, {NEG_INF}, {POS_INF};\n\tmax.f32 %f3, %f4, %f1;\n" + STORE, "infinite operand"),  # NaN
+    (f"\tmul.f32 %f4, {NEG_INF}, 0f00000000;\n\tmax.f32 %f3, %f4, %f1;\n" + STORE, "infinite operand"),
+    (f"\tabs.f32 %f4, {NEG_INF};\n\tmin.f32 %f3, %f4, %f1;\n" + STORE, "infinite operand"),
+    (f"\tmov.f32 %f3, 0f7FC00000;\n" + STORE, "NaN float constant"),
+])
+def test_inf_where_nan_or_inf_would_arise_is_refused(tmp_path, body, reason):
+    e = entry(tmp_path, kernel(COPY), kernel(body))
+    r = check_pair(e, tmp_path)
+    assert r.verdict == "unsupported" and reason in r.message, r.message
+    cert = certify(tmp_path, entry(tmp_path, kernel(COPY), kernel(COPY)))
+    rejected(with_ptx(cert, kernel(body)), tmp_path, reason)
+
+
+def test_warp_sz_is_32_and_warpid_is_refused(tmp_path):
+    ok = "\tmov.u32 %r5, WARP_SZ;\n\tsetp.ne.u32 %p1, %r5, 32;\n\t@%p1 bra $DONE;\n" + COPY + "$DONE:\n"
+    cert = certify(tmp_path, entry(tmp_path, kernel(COPY), kernel(ok)))
+    bad = "\tmov.u32 %r5, %warpid;\n\tsetp.ne.u32 %p1, %r5, 0;\n\t@%p1 bra $DONE;\n" + COPY + "$DONE:\n"
+    assert check_pair(entry(tmp_path, kernel(COPY), kernel(bad)), tmp_path).verdict != "equivalent"
+    rejected(with_ptx(cert, kernel(bad)), tmp_path, "%warpid")
+
+
+# ------------------------------------------------------------------ symbolic float scalars
+
+ALPHA_PARAMS = ("x", "alpha", "out")
+SCALED = "\tmul.f32 %f3, %f9, %f1;\n" + STORE
+
+
+def test_symbolic_alpha_holds_for_every_value(tmp_path):
+    twice = "\tmul.f32 %f4, %f9, 0f3F000000;\n\tmul.f32 %f5, %f4, %f1;\n\tadd.f32 %f3, %f5, %f5;\n" + STORE
+    params = [TENSORS[0], ALPHA, TENSORS[2]]
+    cert = certify(tmp_path, entry(tmp_path, kernel(SCALED, ALPHA_PARAMS), kernel(twice, ALPHA_PARAMS), params))
+    for fake in ("\tmul.f32 %f3, 0f40000000, %f1;\n" + STORE,     # alpha = 2 only
+                 "\tmov.f32 %f3, %f1;\n" + STORE):               # alpha = 1 only
+        rejected(with_ptx(cert, kernel(fake, ALPHA_PARAMS)), tmp_path, "normal form")
+        e = entry(tmp_path, kernel(SCALED, ALPHA_PARAMS), kernel(fake, ALPHA_PARAMS), params)
+        rejected(forged(tmp_path, e), tmp_path, "differs")
+
+
+def test_float_scalar_read_as_integer_or_given_a_value_is_refused(tmp_path):
+    params = [TENSORS[0], ALPHA, TENSORS[2]]
+    bits = kernel("\tld.param.u32 %r9, [k_alpha];\n" + COPY, ALPHA_PARAMS)
+    r = check_pair(entry(tmp_path, kernel(SCALED, ALPHA_PARAMS), bits, params), tmp_path)
+    assert r.verdict == "unsupported" and "read as an integer" in r.message, r.message
+    with pytest.raises(Malformed, match="symbolic"):
+        check_pair_file(tmp_path, [TENSORS[0], {**ALPHA, "value": 2}, TENSORS[2]])
+    with pytest.raises(Malformed, match="identifier"):
+        check_pair_file(tmp_path, [TENSORS[0], {**ALPHA, "name": "x[0]"}, TENSORS[2]])
+
+
+def check_pair_file(tmp_path, params) -> None:
+    e = entry(tmp_path, kernel(COPY), kernel(COPY), params)
+    (tmp_path / "pairs.json").write_text(json.dumps({"pairs": [e]}))
+    load_pairs(tmp_path)
+
+
+# ------------------------------------------------------------------ parameter lists bound by name
+
+DIFF = "\tsub.f32 %f3, %f1, %f2;\n" + STORE
+
+
+def test_params_bound_by_name(tmp_path):
+    ref = kernel(DIFF)
+    opt = kernel(DIFF, ("y", "x", "out"))          # the same kernel text, parameters declared in another order
+    same = {"params": ["x", "y", "out"]}
+    swapped = {"params": ["y", "x", "out"]}
+    # binding opt's first .param to y: opt computes x - y again
+    cert = certify(tmp_path, entry(tmp_path, ref, opt, opt_side=swapped))
+    rejected(forged(tmp_path, entry(tmp_path, ref, opt, opt_side=same)), tmp_path, "differs")  # y - x
+    bad = copy.deepcopy(cert)
+    bad["claims"][0]["optimized"]["params"] = ["x", "y", "out"]
+    rejected(bad, tmp_path, "normal form")
+    bad["claims"][0]["optimized"]["params"] = ["x", "x", "out"]
+    rejected(bad, tmp_path, "distinct names")
+
+
+def test_unused_parameter_and_duplicate_names(tmp_path):
+    unused = {"name": "n", "role": "scalar", "dtype": "s32", "value": 5}
+    e = entry(tmp_path, kernel(COPY), kernel(COPY, ("x", "out")), [TENSORS[0], unused, TENSORS[2]],
+              ref_side={"params": ["x", "n", "out"]}, opt_side={"params": ["x", "out"]})
+    (tmp_path / "ref.ptx").write_text(kernel(COPY, ("x", "n", "out")).replace(".u64 k_n", ".u32 k_n"))
+    assert check_pair(e, tmp_path).verdict == "equivalent"
+    with pytest.raises(Malformed, match="a second parameter named x"):
+        check_pair_file(tmp_path, [TENSORS[0], TENSORS[0], TENSORS[2]])
+
+
+# ------------------------------------------------------------------ dynamic shared memory
+
+DYN = ".extern .shared .align 4 .b8 dyn_a[];\n.extern .shared .align 16 .b8 dyn_b[];"
+
+
+def via_shared(read_off: int) -> str:
+    """Write x[i] through dyn_a, read it back through dyn_b at byte ``4 * i + read_off``."""
+    return ("\tmov.u64 %rd11, dyn_a;\n\tmul.wide.u32 %rd12, %r1, 4;\n\tadd.s64 %rd13, %rd11, %rd12;\n"
+            "\tst.shared.f32 [%rd13], %f1;\n\tbar.sync 0;\n\tmov.u64 %rd14, dyn_b;\n\tadd.s64 %rd15, %rd14, %rd12;\n"
+            f"\tld.shared.f32 %f3, [%rd15+{read_off}];\n" + STORE)
+
+
+def test_extern_shared_arrays_alias_and_are_sized_by_the_launch(tmp_path):
+    dyn = {"shared_bytes": 128}
+    cert = certify(tmp_path, entry(tmp_path, kernel(COPY), kernel(via_shared(0), shared=DYN), opt_side=dyn))
+    # reading past the 128 launched bytes (thread 31 at byte 128) is out of bounds
+    r = check_pair(entry(tmp_path, kernel(COPY), kernel(via_shared(4), shared=DYN), opt_side=dyn), tmp_path)
+    assert r.verdict != "equivalent", r.message
+    rejected(with_ptx(cert, kernel(via_shared(4), shared=DYN)), tmp_path, "out of bounds")
+    small = copy.deepcopy(cert)
+    small["claims"][0]["optimized"]["shared_bytes"] = 64
+    rejected(small, tmp_path, "out of bounds")
+    r = check_pair(entry(tmp_path, kernel(COPY), kernel(via_shared(0), shared=DYN)), tmp_path)
+    assert r.verdict == "unsupported" and "shared_bytes" in r.message, r.message
+    none = copy.deepcopy(cert)
+    del none["claims"][0]["optimized"]["shared_bytes"]
+    rejected(none, tmp_path, "shared_bytes")
