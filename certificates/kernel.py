@@ -34,6 +34,7 @@ LN2 = apply("log", 2)
 ONE = Rat.of(1)
 INV_LN2 = ONE / LN2
 SHARED_BASE, GLOBAL_BASE, GLOBAL_STRIDE, ALL = 0x1000, 1 << 40, 1 << 32, 0xFFFFFFFF
+TABLES = 1 << 36                     # initialized .const / .global variables
 FLOATS = {"f16", "f32", "f64", "bf16"}
 INTS = {f"{k}{n}" for k in "bsu" for n in (8, 16, 32, 64)}
 LDMATRIX = {f"ldmatrix.sync.aligned.m8n8.{x}{t}.shared.b16" for x in ("x1", "x2", "x4") for t in ("", ".trans")}
@@ -227,6 +228,7 @@ class Replay:
             self.tensors.append((p["name"], p["role"], esize, numel, base))
             self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")
         self.sym: dict[str, Ptr] = {}
+        self.tables: dict[str, bytes] = {}
         addr = SHARED_BASE
         for v in k.vars.values():
             if v.space == "local":
@@ -235,6 +237,12 @@ class Replay:
                 addr = (addr + v.align - 1) // v.align * v.align
                 self.sym[v.name] = Ptr(addr, (v.name, addr, addr + v.size, "shared"), "shared")
                 addr += v.size
+        tab = TABLES
+        for v in k.vars.values():            # initialized .const / .global arrays: read-only tables
+            if v.init is not None:
+                self.sym[v.name] = Ptr(tab, (v.name, tab, tab + v.size, "table"), v.space)
+                self.tables[v.name] = v.init
+                tab += (v.size // 0x10000 + 1) * 0x10000
         ext = [v for v in k.vars.values() if v.space == "shared" and v.extern]
         if ext and dyn is None:
             raise Unsupported(f"{k.file}:{ext[0].line}: extern .shared {ext[0].name} needs the launch's shared_bytes")
@@ -478,7 +486,7 @@ class Replay:
     def address(self, th: Th, m: Mem, ins: Instr, space: str) -> Ptr:
         """``m`` for an access in ``space``: a pointer into one allocation, of the right space
         (a global address and a generic one into global memory are interchangeable)."""
-        if space not in ("generic", "global", "shared"):
+        if space not in ("generic", "global", "shared", "const"):
             raise self.unsupported(ins, f"access to .{space}")
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
@@ -486,7 +494,7 @@ class Replay:
                                    else "data-dependent address")
         if v.space != space and {v.space, space} != {"generic", "global"}:
             raise self.err(th, ins, f"a {v.space} address of {v.alloc[0]} used for a {space} access")
-        if space == "global" and v.alloc[3] != "global":
+        if space == "global" and v.alloc[3] not in ("global", "table"):
             raise self.err(th, ins, f"a generic address of shared {v.alloc[0]} used for a global access")
         return v.at(m.offset)
 
@@ -689,7 +697,10 @@ class Replay:
         return Rat.var(f"{self.side}.shared@uninit[{addr - SHARED_BASE:#x}]")
 
     def load(self, th: Th, ins: Instr, addr: Ptr, width: int):
-        if self.where(th, ins, addr, width, False) == "shared":
+        memory = self.where(th, ins, addr, width, False)
+        if memory == "table":                 # its PTX initial bytes, little-endian
+            return int.from_bytes(self.tables[addr.alloc[0]][addr - addr.alloc[1]:][:width], "little")
+        if memory == "shared":
             ent = self.smem.get(addr)
             if ent is None and width == 4 and addr + 2 in self.smem:
                 ent = (None, 2)
@@ -717,6 +728,8 @@ class Replay:
     def store(self, th: Th, ins: Instr, addr: Ptr, width: int, value) -> None:
         if isinstance(value, Inf):
             raise self.unsupported(ins, "a store of ±inf")
+        if addr.alloc[3] == "table":
+            raise self.unsupported(ins, f"a store to the .const/.global variable {addr.alloc[0]}")
         if self.where(th, ins, addr, width, True) == "shared":
             for a in range(addr - 7, addr + width):      # drop the values this store overlaps
                 e = self.smem.get(a)
@@ -1069,6 +1082,9 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             wrote.update(dict.fromkeys(written, c))
             seen.update(dict.fromkeys(touched, c))
             outs[side].update(got)
+        if r.tables:
+            notes.append(f"{k.name}: module variables {', '.join(r.tables)} at their PTX initial values "
+                         "(no host writes)")
         notes.append(f"{k.name}: {len(todo)} CTA(s) of {r.n} threads, {events} schedule events, "
                      f"{classes} conflict classes ordered")
     if grids[0] != grids[1]:

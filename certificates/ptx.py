@@ -77,7 +77,8 @@ class Instr:
 
 @dataclass
 class Var:
-    """A ``.shared`` / ``.local`` variable: size in bytes (0 for ``extern`` arrays)."""
+    """A ``.shared`` / ``.local`` variable, or an initialized ``.const`` / ``.global`` one
+(``init``: its bytes): size in bytes (0 for ``extern`` arrays)."""
 
     name: str
     space: str
@@ -86,6 +87,7 @@ class Var:
     size: int
     extern: bool = False
     line: int = 0
+    init: bytes | None = None
 
 
 @dataclass
@@ -341,11 +343,12 @@ def _var(text: str, ctx: _Ctx) -> Var:
     m = _VARDECL_RE.match(text)
     if not m:
         raise ctx.err("bad variable declaration")
-    if m.group("init"):
-        raise Unsupported(f"{ctx.file}:{ctx.line}: initialized variable in `{ctx.text}`")
     space, ty, extern = m.group("space")[1:], m.group("type")[1:], bool(m.group("extern"))
-    if space in ("global", "const"):
-        raise Unsupported(f"{ctx.file}:{ctx.line}: .{space} variable in `{ctx.text}`")
+    init = _init(m.group("init"), ctx) if m.group("init") else None
+    if space in ("global", "const") and (init is None or ty not in ("b8", "u8")):
+        raise Unsupported(f"{ctx.file}:{ctx.line}: .{space} variable without a byte initializer in `{ctx.text}`")
+    if init is not None and space not in ("global", "const"):
+        raise Unsupported(f"{ctx.file}:{ctx.line}: initialized .{space} variable in `{ctx.text}`")
     if ty not in TYPE_SIZE:
         raise ctx.err(f"unknown type .{ty}")
     size = TYPE_SIZE[ty]
@@ -353,7 +356,18 @@ def _var(text: str, ctx: _Ctx) -> Var:
         if d == "" and not extern:
             raise ctx.err("unsized array that is not extern")
         size = size * int(d) if d else 0
-    return Var(m.group("name"), space, ty, int(m.group("align") or TYPE_SIZE[ty]), size, extern, ctx.line)
+    if init is not None and len(init) != size:
+        raise Unsupported(f"{ctx.file}:{ctx.line}: {len(init)} initial bytes for {size} in `{ctx.text}`")
+    return Var(m.group("name"), space, ty, int(m.group("align") or TYPE_SIZE[ty]), size, extern, ctx.line, init)
+
+
+def _init(text: str, ctx: _Ctx) -> bytes:
+    """A byte array's initializer ``= {0, 0, 128, 63}``."""
+    m = re.fullmatch(r"=\s*\{([^{}]*)\}\s*", text)
+    vals = [_int(t.strip()) for t in m.group(1).split(",")] if m else [None]
+    if any(v is None or not 0 <= v < 256 for v in vals):
+        raise Unsupported(f"{ctx.file}:{ctx.line}: initializer that is not a list of bytes in `{ctx.text}`")
+    return bytes(vals)
 
 
 def parse(src: str, file: str = "<ptx>") -> Module:

@@ -219,3 +219,51 @@ def test_extern_shared_arrays_alias_and_are_sized_by_the_launch(tmp_path):
     none = copy.deepcopy(cert)
     del none["claims"][0]["optimized"]["shared_bytes"]
     rejected(none, tmp_path, "shared_bytes")
+
+
+# ------------------------------------------------------------------ .const / .global tables
+
+TABLE = ".const .align 4 .b8 W[8] = {0, 0, 0, 63, 0, 0, 128, 191};\n" \
+        ".global .align 4 .b8 B[4] = {0, 0, 128, 63};"           # W = {0.5, -1.0}, B = {1.0}
+LOOKUP = ("\tand.b32 %r5, %r1, 1;\n\tmul.wide.u32 %rd11, %r5, 4;\n\tmov.u64 %rd12, W;\n\tadd.s64 %rd13, %rd12, %rd11;\n"
+          "\tld.const.f32 %f4, [%rd13];\n\tmov.u64 %rd14, B;\n\tld.global.f32 %f5, [%rd14];\n"
+          "\tfma.rn.f32 %f3, %f4, %f1, %f5;\n" + STORE)
+LITERAL = ("\tand.b32 %r5, %r1, 1;\n\tsetp.eq.u32 %p1, %r5, 0;\n\tselp.f32 %f4, 0f3F000000, 0fBF800000, %p1;\n"
+           "\tfma.rn.f32 %f3, %f4, %f1, 0f3F800000;\n" + STORE)
+
+
+def test_const_and_global_tables_are_read_at_their_initial_values(tmp_path):
+    cert = certify(tmp_path, entry(tmp_path, kernel(LITERAL), kernel(LOOKUP, shared=TABLE)))
+    assert "at their PTX initial values" in json.dumps(replay_detail(cert, tmp_path))
+    changed = TABLE.replace("128, 191", "128, 63")                  # W[1] = 1.0 instead of -1.0
+    rejected(with_ptx(cert, kernel(LOOKUP, shared=changed)), tmp_path, "normal form")
+    rejected(forged(tmp_path, entry(tmp_path, kernel(LITERAL), kernel(LOOKUP, shared=changed))), tmp_path, "differs")
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda b: b.replace("ld.const.f32 %f4, [%rd13]", "ld.global.f32 %f4, [%rd13]"), "used for a global access"),
+    (lambda b: b.replace("ld.global.f32 %f5, [%rd14]", "ld.const.f32 %f5, [%rd14]"), "used for a const access"),
+    (lambda b: b.replace("ld.global.f32 %f5, [%rd14]", "ld.global.f32 %f5, [%rd14+4]"), "out of bounds"),
+    (lambda b: "\tmov.u64 %rd14, B;\n\tst.global.f32 [%rd14], %f1;\n" + b, "a store to the .const/.global"),
+])
+def test_table_misuse_is_refused(tmp_path, edit, reason):
+    r = check_pair(entry(tmp_path, kernel(LITERAL), kernel(edit(LOOKUP), shared=TABLE)), tmp_path)
+    assert r.verdict != "equivalent" and reason in r.message, r.message
+    cert = certify(tmp_path, entry(tmp_path, kernel(LITERAL), kernel(LOOKUP, shared=TABLE)))
+    rejected(with_ptx(cert, kernel(edit(LOOKUP), shared=TABLE)), tmp_path, reason)
+
+
+@pytest.mark.parametrize("decl", [".const .align 4 .b8 W[8];", ".const .align 4 .b8 W[8] = {0, 0, 0, 63};",
+                                  ".const .align 4 .f32 W[2] = {0f3F000000, 0fBF800000};"])
+def test_tables_without_exact_byte_initializers_are_refused(tmp_path, decl):
+    r = check_pair(entry(tmp_path, kernel(LITERAL), kernel(LOOKUP, shared=decl + "\n.global .align 4 .b8 B[4] = "
+                                                                      "{0, 0, 128, 63};")), tmp_path)
+    assert r.verdict == "unsupported", r.message
+
+
+def replay_detail(cert: dict, tmp_path) -> list[str]:
+    p = tmp_path / "cert.json"
+    p.write_text(json.dumps(cert))
+    res = replay(str(p))
+    assert all(r.ok for r in res)
+    return [r.detail for r in res]

@@ -53,6 +53,7 @@ MAX_STEPS = 50_000_000
 SHARED_BASE = 0x1000
 GLOBAL_BASE = 1 << 40
 GLOBAL_STRIDE = 1 << 32
+TABLES = 1 << 36        # initialized .const / .global variables
 
 
 class KernelError(CheckError):
@@ -322,6 +323,13 @@ class CTA:
             addr = (addr + v.align - 1) // v.align * v.align
             self.sym_addr[v.name] = Ptr(addr, (v.name, addr, addr + v.size, "shared"), "shared")
             addr += v.size
+        self.tables: dict[str, bytes] = {}
+        tab = TABLES
+        for v in kernel.vars.values():   # initialized .const / .global arrays: read-only tables
+            if v.init is not None:
+                self.sym_addr[v.name] = Ptr(tab, (v.name, tab, tab + v.size, "table"), v.space)
+                self.tables[v.name] = v.init
+                tab += (v.size // 0x10000 + 1) * 0x10000
         if dynamic and dyn is None:
             raise Unsupported(f"{kernel.file}:{dynamic[0].line}: extern .shared {dynamic[0].name} needs the "
                               "launch's shared_bytes")
@@ -399,7 +407,7 @@ class CTA:
     def address(self, th, m: Mem, ins, space: str) -> Ptr:
         """``m`` for an access in ``space``: a pointer into one allocation (``certificates.kernel.Ptr``)
         of that space; a global address and a generic one into global memory are interchangeable."""
-        if space not in ("generic", "global", "shared"):
+        if space not in ("generic", "global", "shared", "const"):
             raise self._unsupported(ins, f"access to .{space}")
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
@@ -407,7 +415,7 @@ class CTA:
                                     if isinstance(v, int) else "data-dependent address")
         if v.space != space and {v.space, space} != {"generic", "global"}:
             raise self._err(th, ins, f"a {v.space} address of {v.alloc[0]} used for a {space} access")
-        if space == "global" and v.alloc[3] != "global":
+        if space == "global" and v.alloc[3] not in ("global", "table"):
             raise self._err(th, ins, f"a generic address of shared {v.alloc[0]} used for a global access")
         return v.at(m.offset)
 
@@ -484,6 +492,9 @@ class CTA:
 
     def load(self, th, ins, addr: Ptr, width: int, ty: str):
         space = self._bounds(th, ins, addr, width)
+        if space == "table":       # its PTX initial bytes, little-endian
+            raw = int.from_bytes(self.tables[addr.alloc[0]][addr - addr.alloc[1]:][:width], "little")
+            return float_of_bits(raw, width * 8) if ty in FLOAT_TYPES else raw
         if space == "shared":
             self._record("shared", addr, width, th, ins, False)
             ent = self.smem.get(addr)
@@ -520,6 +531,8 @@ class CTA:
     def store(self, th, ins, addr: Ptr, width: int, value) -> None:
         if isinstance(value, Inf):
             raise self._unsupported(ins, "a store of ±inf")
+        if addr.alloc[3] == "table":
+            raise self._unsupported(ins, f"a store to the .const/.global variable {addr.alloc[0]}")
         space = self._bounds(th, ins, addr, width)
         if space == "shared":
             self._record("shared", addr, width, th, ins, True)
