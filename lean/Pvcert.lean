@@ -5,3 +5,4 @@ import Pvcert.ShapeReduction.Reduction
 import Pvcert.ShapeReduction.MapAxis
 import Pvcert.Composition.Clean
 import Pvcert.Composition.Chain
+import Pvcert.Composition.Template
