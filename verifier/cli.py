@@ -358,7 +358,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
-    return bench_main(args.quick, args.json)
+    return bench_main(args.quick, args.results)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -402,7 +402,8 @@ def parser() -> argparse.ArgumentParser:
     o.set_defaults(run=cmd_ops)
     b = sub.add_parser("bench", help="run the benchmarks; prints a table and writes JSON")
     b.add_argument("--quick", action="store_true", help="small sizes only (as in CI)")
-    b.add_argument("--json", default="bench/results/foundation.json", help="where to write results")
+    b.add_argument("--json", dest="results", default="bench/results/foundation.json",
+                   help="where to write results (a file: bench has no JSON stdout mode)")
     b.set_defaults(run=cmd_bench)
     for sp in (v, g, o, b, k):
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
