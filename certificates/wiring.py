@@ -160,6 +160,8 @@ class Run:
             raise Fault(f"TP group {[list(x) for x in g]} does not hold this rank at position t={r[1]}")
         if lay is not None and self.own.get(r[:2], {}).get(lay) != r[2]:
             raise Fault(f"layer {lay} is not held by this rank")
+        if f["do"] != "opt" and (*r[:2], lay) in self.updated:     # R's blocks read the step's initial parameters
+            raise Fault(f"{f['do']} of layer {lay} runs after its update (it would read the new parameters)")
         return g, lay
 
     def need(self, what: str, got: list, want: list) -> None:
