@@ -10,6 +10,7 @@ Syntax errors raise ``Malformed("file:line", msg)``; constructs outside the subs
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,7 @@ class Kernel:
     directives: dict[str, str] = field(default_factory=dict)  # .maxntid / .reqntid ...
     file: str = "<ptx>"
     line: int = 0
+    rets: list[Param] = field(default_factory=list)          # a .func's return parameters
 
     @property
     def shared(self) -> list[Var]:
@@ -325,14 +327,14 @@ def _operand(tok: str, ctx: _Ctx):
     if re.match(r"^[+-]?\d+\.\d*([eE][+-]?\d+)?$", tok):
         raise ctx.err(f"decimal float literal {tok!r} (nvcc writes 0f/0d hex)")
     if re.match(rf"^{_NAME}$", tok):
-        return Sym(tok)
+        return Sym(ctx.scope.get(tok, tok))
     raise ctx.err(f"bad operand {tok!r}")
 
 
 def _reg_names(decl: str, ctx: _Ctx) -> list[str]:
     names = []
     for part in _split_top(decl):
-        m = re.match(r"^(%[\w$]+)(?:<(\d+)>)?$", part)
+        m = re.match(r"^(%?[A-Za-z_$][\w$]*)(?:<(\d+)>)?$", part)
         if not m:
             raise ctx.err(f"bad register declaration {part!r}")
         names += [f"{m.group(1)}{i}" for i in range(int(m.group(2)))] if m.group(2) else [part]
@@ -375,7 +377,7 @@ def parse(src: str, file: str = "<ptx>") -> Module:
     src = _SECTION.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), _strip_comments(src, file))
     stmts = list(_statements(src, file))
     version = target = None
-    address_size, kernels, mvars, i = 64, {}, {}, 0
+    address_size, kernels, mvars, funcs, i = 64, {}, {}, {}, 0
     while i < len(stmts):
         line, kind, text, _ = stmts[i]
         ctx = _Ctx(file, line, text, {})
@@ -394,14 +396,15 @@ def parse(src: str, file: str = "<ptx>") -> Module:
             address_size = _int(arg) if arg else None
             if address_size not in (32, 64):
                 raise ctx.err("bad .address_size")
-        elif re.match(r"^(\.visible\s+|\.weak\s+)?\.entry\b", text):
+        elif re.match(r"^(\.visible\s+|\.weak\s+)?\.(entry|func)\b", text):
+            if i + 1 < len(stmts) and stmts[i + 1][1] != "open" and ".func" in text.split("(")[0]:
+                i += 1                          # a .func declaration (prototype): no body
+                continue
             k, i = _entry(stmts, i, file)
-            if k.name in kernels:
-                raise ctx.err(f"duplicate entry {k.name}")
-            kernels[k.name] = k
+            if k.name in kernels or k.name in funcs:
+                raise ctx.err(f"duplicate entry or function {k.name}")
+            (funcs if k.rets is not None and ".func" in text.split("(")[0] else kernels)[k.name] = k
             continue
-        elif re.match(r"^(\.visible\s+|\.extern\s+|\.weak\s+)?\.func\b", text):
-            raise Unsupported(f"{file}:{line}: device function (.func) in `{text[:60]}`")
         elif re.match(r"^(\.extern\s+|\.visible\s+)*\.(shared|global|const|local)\b", text):
             v = _var(re.sub(r"^\.visible\s+", "", text), ctx)
             mvars[v.name] = v
@@ -417,6 +420,7 @@ def parse(src: str, file: str = "<ptx>") -> Module:
     for k in kernels.values():
         for v in mvars.values():
             k.vars.setdefault(v.name, v)
+        _inline(k, funcs, (k.name,))
         _resolve(k)
     return Module(version, target, address_size, kernels, mvars, file)
 
@@ -425,15 +429,17 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
     """The ``.entry`` whose header is ``stmts[i]``, and the index after its body."""
     line, _, text, _ = stmts[i]
     ctx = _Ctx(file, line, text, {})
-    m = re.match(rf"^(?:\.visible\s+|\.weak\s+)?\.entry\s+({_NAME})\s*(?:\((.*)\))?\s*$", text, re.S)
+    m = re.match(rf"^(?:\.visible\s+|\.weak\s+)?\.(?:entry|func\s*(?:\((?P<ret>[^()]*)\))?)\s*({_NAME})\s*"
+                 r"(?:\((.*)\))?\s*$", text, re.S)
     if not m:
-        raise ctx.err("bad .entry header")
-    name, params, directives = m.group(1), [], {}
-    for p in _split_top(m.group(2) or ""):
-        pm = _PARAM_RE.match(" ".join(p.split()))
-        if not pm:
-            raise ctx.err(f"bad parameter {p!r}")
-        params.append(Param(pm.group(2), pm.group(1)[1:], line))
+        raise ctx.err("bad .entry or .func header")
+    name, params, directives, rets = m.group(2), [], {}, []
+    for group, out in ((m.group(3), params), (m.group("ret"), rets)):
+        for p in _split_top(group or ""):
+            pm = _PARAM_RE.match(" ".join(p.split()))
+            if not pm:
+                raise ctx.err(f"bad parameter {p!r}")
+            out.append(Param(pm.group(2), pm.group(1)[1:], line))
     i += 1
     while i < len(stmts) and stmts[i][1] == "stmt" and stmts[i][3] == 0:
         t = stmts[i][2]
@@ -481,11 +487,17 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
             kvars[v.name] = v
         elif re.match(r"^\.(pragma|loc|file)\b", t):
             _directive(t, sctx)
+        elif t.startswith(".param") and len(scopes) > 1:     # a call's argument or result
+            pm = _PARAM_RE.match(" ".join(t.split()))
+            if not pm or pm.group(3):
+                raise Unsupported(f"{file}:{sl}: call parameter that is not a scalar in `{t}`")
+            scopes[-1][pm.group(2)] = f"{pm.group(2)}@{scopes[-1]['__id__']}"
+            regs[scopes[-1][pm.group(2)]] = "." + pm.group(1)[1:]
         elif t.startswith("."):
             raise Unsupported(f"{file}:{sl}: unsupported directive `{t.split()[0]}` in `{t}`")
         else:
             instrs.append(_instr(t, sctx, len(instrs)))
-    return Kernel(name, params, regs, kvars, instrs, labels, directives, file, line), i + 1
+    return Kernel(name, params, regs, kvars, instrs, labels, directives, file, line, rets), i + 1
 
 
 def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
@@ -498,6 +510,12 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     opcode, rest = (body.split(None, 1) + [""])[:2]
     if not re.match(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$", opcode):
         raise ctx.err(f"bad opcode {opcode!r}")
+    if opcode in ("call", "call.uni"):     # call{.uni} (rets), f, (args): inlined by _inline
+        cm = re.fullmatch(rf"\s*(?:\(([^()]*)\)\s*,)?\s*({_NAME})\s*(?:,\s*\(([^()]*)\))?\s*", rest)
+        if not cm:
+            raise ctx.unsupported(f"call that is not direct (`{' '.join(rest.split())}`)")
+        rets, args = ([_operand(t, ctx) for t in _split_top(g or "")] for g in (cm.group(1), cm.group(3)))
+        return Instr(opcode, [Vec(tuple(rets)), Sym(cm.group(2)), Vec(tuple(args))], guard, ctx.line, ctx.text, index)
     base = opcode.split(".")[0]
     for key in (".".join(opcode.split(".")[:2]), base):
         if key in UNSUPPORTED:
@@ -539,6 +557,84 @@ def _resolve(k: Kernel) -> None:
             raise err(ins, "bra takes one label")
         for o in ins.operands:
             check(ins, o)
+
+
+def _inline(k: Kernel, funcs: dict[str, Kernel], stack: tuple) -> None:
+    """Replace each ``call`` of ``k`` by the called ``.func``'s body (registers and labels
+    renamed per call, ``ret`` a branch to its end) and each call parameter by a register:
+    ``st.param`` / ``ld.param`` of one become ``mov``s. Recursion is refused."""
+    out: list[Instr] = []
+    labels: dict[str, int] = {}
+    at: dict[int, int] = {}
+    own = {p.name for p in k.params + k.rets}
+    for n, ins in enumerate(k.instrs):
+        at[n] = len(out)
+        m = ins.operands[ins.op == "ld"] if ins.op in ("ld", "st") and "param" in ins.parts else None
+        if ins.op == "call":
+            body, rel = _expand(k, ins, funcs, stack, str(len(out)))
+            labels.update((lab, len(out) + j) for lab, j in rel.items())
+            out += body
+        elif isinstance(m, Mem) and isinstance(m.base, Sym) and m.base.name not in own:
+            decl = k.regs.get(m.base.name)
+            if m.offset or len(ins.parts) != 3 or decl is None or TYPE_SIZE.get(ins.parts[-1]) != TYPE_SIZE.get(decl[1:]):
+                raise Unsupported(f"{k.file}:{ins.line}: call parameter access in `{ins.text}`")
+            other = ins.operands[ins.op == "st"]
+            pair = [other, Reg(m.base.name)] if ins.op == "ld" else [Reg(m.base.name), other]
+            out.append(Instr(f"mov.{ins.parts[-1]}", pair, ins.guard, ins.line, ins.text))
+        else:
+            out.append(ins)
+    labels.update((lab, at.get(n, len(out))) for lab, n in k.labels.items())
+    k.labels, k.instrs = labels, out
+    for i, ins in enumerate(out):
+        ins.index = i
+
+
+def _expand(k: Kernel, call: Instr, funcs: dict[str, Kernel], stack: tuple, tag: str):
+    """The body of the ``.func`` that ``call`` names, as instructions of ``k``, and its
+    labels (relative to the body's start)."""
+    rets, f, args = call.operands[0].items, call.operands[1].name, call.operands[2].items
+    where = f"{k.file}:{call.line}"
+    if f in stack:
+        raise Unsupported(f"{where}: recursive call of {f} in `{call.text}`")
+    if f not in funcs:
+        raise Unsupported(f"{where}: call of {f}, which has no body in this module")
+    fn = copy.deepcopy(funcs[f])
+    if len(args) != len(fn.params) or len(rets) != len(fn.rets) or fn.vars or call.guard \
+            or not all(isinstance(a, Sym) and a.name in k.regs for a in args + rets):
+        raise Unsupported(f"{where}: call of {f} with {len(args)} arguments and {len(rets)} results "
+                          f"(guarded calls and functions with variables refused) in `{call.text}`")
+    _inline(fn, funcs, stack + (f,))
+    end, ren = f"$ret@{tag}", {r: f"{r}@{tag}" for r in fn.regs}
+    k.regs.update((ren[r], t) for r, t in fn.regs.items())
+    bind = {p.name: (a.name, p.type) for p, a in zip(fn.params + fn.rets, args + rets)}
+
+    def rename(o):
+        if isinstance(o, Reg):
+            return Reg(ren.get(o.name, o.name))
+        if isinstance(o, Sym):
+            return Sym(f"{o.name}@{tag}" if o.name in fn.labels else o.name)
+        if isinstance(o, Mem):
+            return Mem(rename(o.base), o.offset)
+        return Vec(tuple(map(rename, o.items))) if isinstance(o, Vec) else \
+            Pair(rename(o.first), rename(o.second)) if isinstance(o, Pair) else o
+
+    body = []
+    for ins in fn.instrs:
+        g = (ren.get(ins.guard[0], ins.guard[0]), ins.guard[1]) if ins.guard else None
+        ops = [rename(o) for o in ins.operands]
+        m = ops[ins.op == "ld"] if ins.op in ("ld", "st") and "param" in ins.parts else None
+        if ins.op == "ret":
+            body.append(Instr("bra", [Sym(end)], g, ins.line, ins.text))
+        elif m is not None:
+            reg, ty = bind.get(m.base.name, (None, "")) if isinstance(m, Mem) and isinstance(m.base, Sym) else (None, "")
+            if reg is None or m.offset or len(ins.parts) != 3 or TYPE_SIZE.get(ins.parts[-1]) != TYPE_SIZE.get(ty):
+                raise Unsupported(f"{fn.file}:{ins.line}: parameter access in `{ins.text}`")
+            other = ops[ins.op == "st"]
+            body.append(Instr(f"mov.{ins.parts[-1]}", [other, Reg(reg)] if ins.op == "ld" else [Reg(reg), other],
+                              g, ins.line, ins.text))
+        else:
+            body.append(Instr(ins.opcode, ops, g, ins.line, ins.text))
+    return body, {**{f"{lab}@{tag}": n for lab, n in fn.labels.items()}, end: len(body)}
 
 
 def parse_file(path) -> Module:

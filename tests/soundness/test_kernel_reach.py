@@ -267,3 +267,71 @@ def replay_detail(cert: dict, tmp_path) -> list[str]:
     res = replay(str(p))
     assert all(r.ok for r in res)
     return [r.detail for r in res]
+
+
+# ------------------------------------------------------------------ .func / call / ret (inlined)
+
+FUNC = """.func (.param .b32 r) f(.param .b32 a, .param .b32 b)
+{
+\t.reg .f32 %f<4>;
+\tld.param.f32 %f1, [a];
+\tld.param.f32 %f2, [b];
+\tsub.f32 %f3, %f1, %f2;
+\tst.param.f32 [r+0], %f3;
+\tret;
+}"""
+LOOP = """.func (.param .b32 r) g(.param .b32 a)
+{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<2>;
+\t.reg .f32 %f<2>;
+\tld.param.f32 %f1, [a];
+\tmov.u32 %r1, 0;
+$L_top:
+\tadd.f32 %f1, %f1, %f1;
+\tadd.s32 %r1, %r1, 1;
+\tsetp.lt.u32 %p1, %r1, 3;
+\t@%p1 bra $L_top;
+\tst.param.f32 [r+0], %f1;
+\tret;
+}"""
+
+
+def call(fn: str, args=("%f1", "%f2"), dst: str = "%f3", order=(0, 1)) -> str:
+    decl = "".join(f"\t.param .b32 p{i};\n\tst.param.f32 [p{i}+0], {a};\n" for i, a in enumerate(args))
+    names = ", ".join(f"p{i}" for i in order[:len(args)])
+    return f"\t{{\n{decl}\t.param .b32 r0;\n\tcall.uni (r0), {fn}, ({names});\n\tld.param.f32 {dst}, [r0+0];\n\t}}\n"
+
+
+def test_func_call_is_inlined(tmp_path):
+    cert = certify(tmp_path, entry(tmp_path, kernel(DIFF), kernel(call("f") + STORE, shared=FUNC)))
+    assert cert["claims"]
+    twice = call("g", ("%f1",), "%f4") + call("g", ("%f2",), "%f5") + "\tadd.f32 %f3, %f4, %f5;\n" + STORE
+    ref = "\tadd.f32 %f4, %f1, %f2;\n\tmul.f32 %f3, %f4, 0f41000000;\n" + STORE     # 8 (x + y)
+    certify(tmp_path, entry(tmp_path, kernel(ref), kernel(twice, shared=LOOP)))
+
+
+@pytest.mark.parametrize("body, module, how", [
+    (call("f", order=(1, 0)) + STORE, FUNC, "differs"),                             # swapped arguments
+    (call("f") + STORE, FUNC.replace("sub.f32", "add.f32"), "differs"),            # another body
+])
+def test_func_that_would_fool_the_checker(tmp_path, body, module, how):
+    e = entry(tmp_path, kernel(DIFF), kernel(body, shared=module))
+    rejected(forged(tmp_path, e), tmp_path, how)
+    cert = certify(tmp_path, entry(tmp_path, kernel(DIFF), kernel(call("f") + STORE, shared=FUNC)))
+    rejected(with_ptx(cert, kernel(body, shared=module)), tmp_path, "normal form")
+
+
+@pytest.mark.parametrize("module, body, reason", [
+    (FUNC.replace("\tret;", "\t" + call("f", ("%f1", "%f2"), "%f3").strip() + "\n\tret;"), call("f") + STORE,
+     "recursive call of f"),
+    (FUNC, call("h") + STORE, "no body"),
+    (FUNC, call("f", ("%f1",)) + STORE, "with 1 arguments"),
+    (FUNC.replace("ld.param.f32 %f2, [b]", "ld.param.f32 %f2, [b+4]"), call("f") + STORE, "parameter access"),
+    (FUNC, call("f").replace("ld.param.f32 %f3, [r0+0]", "ld.param.f64 %fd3, [r0+0]"), "call parameter access"),
+])
+def test_func_refusals(tmp_path, module, body, reason):
+    r = check_pair(entry(tmp_path, kernel(DIFF), kernel(body, shared=module)), tmp_path)
+    assert r.verdict == "unsupported" and reason in r.message, r.message
+    cert = certify(tmp_path, entry(tmp_path, kernel(DIFF), kernel(call("f") + STORE, shared=FUNC)))
+    rejected(with_ptx(cert, kernel(body, shared=module)), tmp_path, reason)

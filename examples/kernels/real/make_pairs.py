@@ -38,7 +38,6 @@ pairs = [
       params=[T("x","input",[200]), T("out","output",[32]), {"name":"n","role":"scalar","dtype":"s32","value":200}]),
 ]
 REFUSED = {"int_sum": "integer operation on a float/symbolic value", "softmax_expf": "cvt.sat.f32.f32",
-           "func_call": "device function (.func)",
            "local_array": ".local variable"}
 for p in pairs:
     p.update(check_cta=[0,0,0], expected={"verdict": "equivalent"})
