@@ -35,6 +35,7 @@ ONE = Rat.of(1)
 INV_LN2 = ONE / LN2
 SHARED_BASE, GLOBAL_BASE, GLOBAL_STRIDE, ALL = 0x1000, 1 << 40, 1 << 32, 0xFFFFFFFF
 TABLES = 1 << 36                     # initialized .const / .global variables
+LOCAL = 1 << 20                      # .local variables (one array per thread)
 FLOATS = {"f16", "f32", "f64", "bf16"}
 INTS = {f"{k}{n}" for k in "bsu" for n in (8, 16, 32, 64)}
 LDMATRIX = {f"ldmatrix.sync.aligned.m8n8.{x}{t}.shared.b16" for x in ("x1", "x2", "x4") for t in ("", ".trans")}
@@ -193,7 +194,7 @@ def mma_acc(g: int, q: int) -> tuple:
 class Th:
     """One thread: registers, program counter, state (run / block / exit), vector clock."""
 
-    __slots__ = ("lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs")
+    __slots__ = ("lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs", "lmem")
 
     def __init__(self, lin: int, block, cta, grid, n: int) -> None:
         self.lin, self.warp, self.lane, self.pc = lin, lin // 32, lin % 32, 0
@@ -205,6 +206,7 @@ class Th:
         self.state, self.wait = "run", None
         self.vc = [0] * n
         self.syncs: list[int] = []       # pc of each barrier passed, in order
+        self.lmem: dict[int, tuple] = {}  # .local memory: address -> (value, width)
 
 
 class Replay:
@@ -229,10 +231,11 @@ class Replay:
             self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")
         self.sym: dict[str, Ptr] = {}
         self.tables: dict[str, bytes] = {}
-        addr = SHARED_BASE
+        addr, loc = SHARED_BASE, LOCAL
         for v in k.vars.values():
-            if v.space == "local":
-                raise Unsupported(f"{k.file}:{v.line}: .local variable {v.name}")
+            if v.space == "local":           # per thread; read only as written (same address and width)
+                self.sym[v.name] = Ptr(loc, (v.name, loc, loc + v.size, "local"), "local")
+                loc += (v.size // 0x10000 + 1) * 0x10000
             if v.space == "shared" and not v.extern:
                 addr = (addr + v.align - 1) // v.align * v.align
                 self.sym[v.name] = Ptr(addr, (v.name, addr, addr + v.size, "shared"), "shared")
@@ -486,7 +489,7 @@ class Replay:
     def address(self, th: Th, m: Mem, ins: Instr, space: str) -> Ptr:
         """``m`` for an access in ``space``: a pointer into one allocation, of the right space
         (a global address and a generic one into global memory are interchangeable)."""
-        if space not in ("generic", "global", "shared", "const"):
+        if space not in ("generic", "global", "shared", "const", "local"):
             raise self.unsupported(ins, f"access to .{space}")
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
@@ -700,6 +703,10 @@ class Replay:
         memory = self.where(th, ins, addr, width, False)
         if memory == "table":                 # its PTX initial bytes, little-endian
             return int.from_bytes(self.tables[addr.alloc[0]][addr - addr.alloc[1]:][:width], "little")
+        if memory == "local":
+            if th.lmem.get(addr, (0, 0))[1] != width:
+                raise self.unsupported(ins, f"a {width}-byte read of local memory this thread did not write so")
+            return th.lmem[addr][0]
         if memory == "shared":
             ent = self.smem.get(addr)
             if ent is None and width == 4 and addr + 2 in self.smem:
@@ -730,6 +737,11 @@ class Replay:
             raise self.unsupported(ins, "a store of ±inf")
         if addr.alloc[3] == "table":
             raise self.unsupported(ins, f"a store to the .const/.global variable {addr.alloc[0]}")
+        if addr.alloc[3] == "local" and self.where(th, ins, addr, width, True):
+            for a in [a for a in th.lmem if a < addr + width and a + th.lmem[a][1] > addr]:
+                del th.lmem[a]
+            th.lmem[addr] = (value, width)
+            return
         if self.where(th, ins, addr, width, True) == "shared":
             for a in range(addr - 7, addr + width):      # drop the values this store overlaps
                 e = self.smem.get(a)

@@ -335,3 +335,35 @@ def test_func_refusals(tmp_path, module, body, reason):
     assert r.verdict == "unsupported" and reason in r.message, r.message
     cert = certify(tmp_path, entry(tmp_path, kernel(DIFF), kernel(call("f") + STORE, shared=FUNC)))
     rejected(with_ptx(cert, kernel(body, shared=module)), tmp_path, reason)
+
+
+# ------------------------------------------------------------------ .local arrays (per thread)
+
+LOCALS = "\t.local .align 8 .b8 depot[16];\n\t.local .align 8 .b8 other[8];\n"
+SPILL = (LOCALS + "\tmov.u64 %rd11, depot;\n\tst.local.v2.f32 [%rd11], {%f1, %f2};\n\tmov.u64 %rd12, other;\n"
+         "\tst.local.f32 [%rd12], %f2;\n\tld.local.f32 %f3, [%rd11];\n" + STORE)
+
+
+def test_local_array_is_per_thread(tmp_path):
+    certify(tmp_path, entry(tmp_path, kernel(COPY), kernel(SPILL)))
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda b: b.replace("ld.local.f32 %f3, [%rd11]", "ld.local.f32 %f3, [%rd11+8]"), "did not write so"),
+    (lambda b: b.replace("ld.local.f32 %f3, [%rd11]", "ld.local.u16 %r9, [%rd11];\n\tmov.f32 %f3, %f1"),
+     "did not write so"),
+    (lambda b: b.replace("ld.local.f32 %f3, [%rd11]", "ld.local.f32 %f3, [%rd11+16]"), "out of bounds"),
+    (lambda b: b.replace("ld.local.f32 %f3, [%rd11]", "ld.global.f32 %f3, [%rd11]"), "used for a global access"),
+    (lambda b: b.replace("st.local.f32 [%rd12], %f2", "st.local.f32 [%rd11], %f2"), "differs"),  # overwrites x
+])
+def test_local_misuse(tmp_path, edit, reason):
+    body = edit(SPILL)
+    cert = certify(tmp_path, entry(tmp_path, kernel(COPY), kernel(SPILL)))
+    e = entry(tmp_path, kernel(COPY), kernel(body))
+    r = check_pair(e, tmp_path)
+    assert r.verdict != "equivalent", r.message
+    if reason == "differs":
+        rejected(forged(tmp_path, e), tmp_path, reason)
+    else:
+        assert reason in r.message, r.message
+        rejected(with_ptx(cert, kernel(body)), tmp_path, reason)

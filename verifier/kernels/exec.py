@@ -54,6 +54,7 @@ SHARED_BASE = 0x1000
 GLOBAL_BASE = 1 << 40
 GLOBAL_STRIDE = 1 << 32
 TABLES = 1 << 36        # initialized .const / .global variables
+LOCAL = 1 << 20         # .local variables (one array per thread)
 
 
 class KernelError(CheckError):
@@ -252,7 +253,7 @@ MODELLED_MMA = {"ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.align
 
 
 class Thread:
-    __slots__ = ("tid", "lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs")
+    __slots__ = ("tid", "lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs", "lmem")
 
     def __init__(self, lin: int, tid: tuple, ntid: tuple, ctaid: tuple, nctaid: tuple, nthreads: int) -> None:
         self.lin, self.tid = lin, tid
@@ -264,6 +265,7 @@ class Thread:
                 self.regs[f"{pre}.{c}"] = v
         self.regs["%laneid"] = self.lane
         self.regs["%WARP_SZ"] = 32
+        self.lmem: dict[int, tuple] = {}     # .local memory: address -> (value, width)
         self.state = "run"           # run | block | exit
         self.wait = None             # what it is blocked on
         self.vc = [0] * nthreads
@@ -311,11 +313,12 @@ class CTA:
         # shared layout
         self.sym_addr: dict[str, Ptr] = {}
         addr = SHARED_BASE
-        dynamic = []
+        dynamic, loc = [], LOCAL
         for v in kernel.vars.values():
             if v.space != "shared":
-                if v.space == "local":
-                    raise Unsupported(f"{kernel.file}:{v.line}: .local variable {v.name}")
+                if v.space == "local":   # per thread; read back only as written (same address and width)
+                    self.sym_addr[v.name] = Ptr(loc, (v.name, loc, loc + v.size, "local"), "local")
+                    loc += (v.size // 0x10000 + 1) * 0x10000
                 continue
             if v.extern:
                 dynamic.append(v)
@@ -407,7 +410,7 @@ class CTA:
     def address(self, th, m: Mem, ins, space: str) -> Ptr:
         """``m`` for an access in ``space``: a pointer into one allocation (``certificates.kernel.Ptr``)
         of that space; a global address and a generic one into global memory are interchangeable."""
-        if space not in ("generic", "global", "shared", "const"):
+        if space not in ("generic", "global", "shared", "const", "local"):
             raise self._unsupported(ins, f"access to .{space}")
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
@@ -495,6 +498,11 @@ class CTA:
         if space == "table":       # its PTX initial bytes, little-endian
             raw = int.from_bytes(self.tables[addr.alloc[0]][addr - addr.alloc[1]:][:width], "little")
             return float_of_bits(raw, width * 8) if ty in FLOAT_TYPES else raw
+        if space == "local":
+            ent = th.lmem.get(addr)
+            if ent is None or ent[1] != width:
+                raise self._unsupported(ins, f"a {width}-byte read of local memory this thread did not write so")
+            return ent[0]
         if space == "shared":
             self._record("shared", addr, width, th, ins, False)
             ent = self.smem.get(addr)
@@ -533,6 +541,11 @@ class CTA:
             raise self._unsupported(ins, "a store of ±inf")
         if addr.alloc[3] == "table":
             raise self._unsupported(ins, f"a store to the .const/.global variable {addr.alloc[0]}")
+        if addr.alloc[3] == "local" and self._bounds(th, ins, addr, width):
+            for a in [a for a in th.lmem if a < addr + width and a + th.lmem[a][1] > addr]:
+                del th.lmem[a]
+            th.lmem[addr] = (value, width)
+            return
         space = self._bounds(th, ins, addr, width)
         if space == "shared":
             self._record("shared", addr, width, th, ins, True)
