@@ -21,10 +21,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from .chain import replay_refinement
 from .errors import Malformed
+from .graph import parse_graph
+from .limits import Limits
+from .obligations import graph_value
 
 FWD, BWD = "aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"
 ROUTE = "pvcert.route.default"
+
+
+def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
+    """Replay a ``refinement`` claim (the kind's entry): its approximations applied to the spec first."""
+    assumed = claim.get("approximations", [])
+    if not assumed:
+        return replay_refinement(claim, evidence, arts, where, limits)
+    value, awhere = graph_value(arts, claim.get("spec"), where)
+    spec = parse_graph(apply(value, assumed, f"{where}: approximations"), awhere, limits)
+    return replay_refinement(claim, evidence, arts, where, limits, spec, f" (assuming {describe(assumed)})")
 
 
 def describe(approximations: list[dict]) -> str:

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
-
 import numpy as np
 
-from . import approx, refinement
+from . import refinement
 from .errors import Malformed, Rejected, Unsupported, field
-from .graph import Graph, Node, evaluate, parse_graph
+from .graph import Graph, Node, evaluate
 from .limits import Limits
-from .obligations import decide, graph_value, integer_ranges, key, obligation, subgraph, summary
+from .obligations import decide, graph_artifact, integer_ranges, key, obligation, subgraph, summary
 from .refinement import Outcome, Relation, check
 
 
@@ -86,15 +84,14 @@ class Chain:
 
 # ---------------------------------------------------------------- replay of refinement claims
 
-def graph_artifact(arts: dict, aid: Any, where: str, limits: Limits, assumed: Any = ()) -> Graph:
-    """The graph artifact ``aid``, with the claim's approximations (if any) applied."""
-    value, awhere = graph_value(arts, aid, where)
-    return parse_graph(approx.apply(value, assumed, f"{where}: approximations") if assumed else value, awhere, limits)
-
-
-def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    assumed = claim.get("approximations", [])
-    spec = graph_artifact(arts, claim.get("spec"), where, limits, assumed)
+def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits,
+                      spec: Graph | None = None, under: str = "") -> str:
+    """Replay a refinement claim; ``spec``: the spec graph already rewritten by the claim's approximations
+    (``approx.replay``, the refinement kind's entry), which are refused here otherwise (template blocks)."""
+    if spec is None:
+        if claim.get("approximations"):
+            raise Rejected("approximations are not allowed in this claim")
+        spec = graph_artifact(arts, claim.get("spec"), where, limits)
     impl = graph_artifact(arts, claim.get("impl"), where, limits)
     rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation",
                                     True, limits)
@@ -110,7 +107,6 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
         detail = _per_operator(spec, impl, rin, rout, evidence, where, limits)
     else:
         raise Rejected(f"evidence method {method!r} is not known to this checker")
-    under = f" (assuming {approx.describe(assumed)})" if assumed else ""
     return f"{spec.name} refined by {impl.name}{under}: {detail}"
 
 

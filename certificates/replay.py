@@ -122,8 +122,8 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
 
 
 def _refinement(*args) -> str:
-    from .chain import replay_refinement
-    return replay_refinement(*args)
+    from .approx import replay
+    return replay(*args)
 
 
 def _kernel(*args) -> str:

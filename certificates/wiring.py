@@ -12,9 +12,10 @@ from typing import Callable
 import numpy as np
 
 from . import terms
-from .chain import graph_artifact, replay_refinement
+from .chain import replay_refinement
 from .errors import LimitExceeded, Malformed, Rejected
 from .graph import evaluate
+from .obligations import graph_artifact
 from .ops import INT_DTYPES
 
 DIMS = ("L", "dp", "tp", "pp", "M", "B", "S", "H")

@@ -54,7 +54,7 @@ def _local_imports(module: str, top_level_only: bool = False) -> set[str]:
 
 # Read by every claim: the certificate format, limits, errors, the command line.
 BASE = {"__init__", "__main__", "cli", "errors", "limits", "replay"}
-KINDS = {"refinement": "chain", "kernel-equivalence": "kernel", "staged-refinement": "stages",
+KINDS = {"refinement": "approx", "kernel-equivalence": "kernel", "staged-refinement": "stages",
          "train-template": "wiring"}
 
 

@@ -236,3 +236,50 @@ def test_whole_graph_and_per_operator_evidence_decide_alike(seed):
         assert a == b, (s["nodes"], g["nodes"], a, b)
         verdicts.append(a)
     assert 10 <= sum(verdicts) <= 110, sum(verdicts)
+
+
+def _forge_staged(cert: dict, bug: Pair) -> dict:
+    """The control's staged certificate rebuilt for ``bug`` (unreduced) with the checker's own functions:
+    what an attacker can compute, stage keys and element counts included."""
+    from certificates import obligations
+    from certificates.refinement import parse_relation
+
+    cert = _transplant(cert, bug)
+    evidence = next(iter(cert["evidence"].values()))
+    spec, impl = parse_graph(bug[0], "spec"), parse_graph(bug[1], "impl")
+    rel = {**parse_relation(bug[2], spec, impl, "in", True),
+           **parse_relation(evidence["relation"], spec, impl, "found", False)}
+    goal_all = parse_relation(bug[3], spec, impl, "out", False)
+    stages, ranges = [], obligations.integer_ranges(impl)
+    for i, node in enumerate(list(spec.nodes) + [None]):
+        goal = goal_all if node is None else {t: rel[t] for t in node.outputs if t in rel}
+        ls, li, rin, rout = obligations.obligation(spec, impl, rel, node, goal, ranges)
+        outs = obligations.decide(ls, li, rin, rout, Limits())
+        assert all(o.holds for o in outs)   # each stage on its own holds: only the whole spec is undefined
+        stages.append({"op": node.name if node else None, "proved_by": i,
+                       "key": hashlib.sha256(obligations.key(ls, li, rin, rout).encode()).hexdigest(),
+                       "elements": sum(o.elements for o in outs), "methods": {}})
+    evidence["stages"] = stages
+    evidence["reduced_sha256"] = {a["id"]: a["sha256"] for a in cert["subject"]["artifacts"]}
+    return cert
+
+
+def test_staged_claims_need_the_spec_defined_somewhere(tmp_path):
+    """A staged claim whose stages each hold under the spec's local conditions, where those conditions
+    hold nowhere together, is REJECTed by replay."""
+    from verifier.stages.certificate import staged_certificate
+    from verifier.stages.run import verify_staged
+
+    bug, ok = ATTACKS["spec defined nowhere (its own side conditions are unsatisfiable)"]
+    assert not verify_staged(_case(bug()), reduce=False).verified
+    good = verify_staged(_case(ok()), reduce=False)
+    assert good.verified
+    cert = staged_certificate(good)
+    (tmp_path / "good.json").write_text(json.dumps(cert))
+    assert all(x.ok for x in replay(str(tmp_path / "good.json")))
+    (tmp_path / "control.json").write_text(json.dumps(_forge_staged(cert, ok())))
+    assert all(x.ok for x in replay(str(tmp_path / "control.json")))   # the forger's method itself works
+    (tmp_path / "forged.json").write_text(json.dumps(_forge_staged(cert, bug())))
+    results = replay(str(tmp_path / "forged.json"))
+    assert not all(x.ok for x in results), [x.detail for x in results]
+    assert "defined" in results[0].detail, results[0].detail
