@@ -1,4 +1,4 @@
--- Lean 4 port (core Lean only) of the pvcert Agda development, parts (b) and (c).
+-- Lean 4 port (core Lean only) of the pvcert Agda development: parts (b), (c) and the template wiring (d).
 import Pvcert.Vec
 import Pvcert.ShapeReduction.SIMD
 import Pvcert.ShapeReduction.Reduction
