@@ -402,3 +402,24 @@ def _write(cert) -> str:
     path = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False).name
     certificate.write(cert, path)
     return path
+
+
+def test_a_limit_names_the_spec_operator_and_its_tensor(monkeypatch):
+    """LIMIT during inference says where: the spec operator being related and its outputs."""
+    import importlib
+    import os as _os
+
+    from certificates.errors import LimitExceeded
+    from verifier.case import load_case
+
+    module = importlib.import_module("verifier.refine.infer")
+
+    def over(*args, **kw):
+        raise LimitExceeded("time limit of 1 s reached")
+    monkeypatch.setattr(module, "_prove", over)
+    case = load_case(_os.path.join(_os.path.dirname(__file__), "..", "examples", "tp_mlp", "case.json"))
+    first = case.spec["nodes"][0]
+    with pytest.raises(LimitExceeded) as e:
+        module.infer(case)
+    assert str(e.value) == (f"time limit of 1 s reached, while relating spec operator '{first['name']}' "
+                            f"({first['target']}) -> {', '.join(first['outputs'])}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from certificates.chain import Chain
-from certificates.errors import Unsupported
+from certificates.errors import LimitExceeded, Unsupported
 from certificates.graph import Graph, Node
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation, spec_defined
@@ -157,11 +157,24 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
 
     ``chain`` makes the prover of the steps (``verifier.stages.run`` defers the proofs).
     """
+    at: list[str] = []   # the spec operator being related, for a LIMIT message
+
+    def step(done: int, total: int, name: str) -> None:
+        at[:] = [name]
+        if progress:
+            progress(done, total, name)
     with no_cycle_collection():
-        return _infer(case, seed, limits, progress, chain)
+        try:
+            return _infer(case, seed, limits, step, chain)
+        except LimitExceeded as e:
+            if not at:
+                raise
+            node = next((n for n in case.spec.get("nodes", []) if n.get("name") == at[0]), {})
+            raise LimitExceeded(f"{e}, while relating spec operator '{at[0]}' ({node.get('target')}) "
+                                f"-> {', '.join(map(str, node.get('outputs', [])))}") from None
 
 
-def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int, int, str], None] | None,
+def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int, int, str], None],
            chain: Callable[[Graph, Graph, Limits], Chain]) -> Inference:
     limits = limits or Limits()
     start = time.monotonic()
@@ -182,8 +195,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
     memo: dict[tuple, list[Twin]] = {}   # step signature -> earlier steps' equations as patterns
     outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
     for k, v in enumerate(r.spec.nodes):
-        if progress:
-            progress(k, len(r.spec.nodes), v.name)
+        progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
         sig, canon = signature(v, ins, rel, region, r.spec, texts)
         outs, found = [], {}
