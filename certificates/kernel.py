@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator as opr
+import random
 import re
 import struct
 from fractions import Fraction
@@ -153,6 +154,48 @@ class Inf:
         return None
 
 
+class Word:
+    """Integer data of width ``n``: a polynomial ``p`` with integer coefficients over the
+    elements of ``s32`` tensors, taken modulo ``2^n``. Only ``add``, ``sub``, ``neg``,
+    ``mul.lo`` and ``mad.lo`` at width ``n`` (ring operations, exact modulo ``2^n``) and
+    moves apply to it; anything else (a comparison, a shift, a division, a widening) is
+    refused."""
+
+    __slots__ = ("p", "n")
+
+    def __init__(self, p: Rat, n: int) -> None:
+        self.p, self.n = p, n
+
+
+RING = {"add": lambda f: f[0] + f[1], "sub": lambda f: f[0] - f[1], "neg": lambda f: -f[0],
+        "mul": lambda f: f[0] * f[1], "mad": lambda f: f[0] * f[1] + f[2]}
+
+
+def ring(op: str, parts: list[str], vals: list, n: int) -> Word:
+    """``op`` on integers and ``Word``s of width ``n``, or ValueError naming why not."""
+    if op not in RING or op in ("mul", "mad") and parts[1] != "lo" or len(parts) != (3 if op in ("mul", "mad") else 2):
+        raise ValueError(f"`{'.'.join(parts)}` on integer data (only add, sub, neg, mul.lo, mad.lo)")
+    if any(isinstance(v, Ptr) or not isinstance(v, (int, Word)) or isinstance(v, Word) and v.n != n for v in vals):
+        raise ValueError(f"`{'.'.join(parts)}` mixing integer data with an address or another width")
+    return Word(RING[op]([v.p if isinstance(v, Word) else Rat.of(v) for v in vals]), n)
+
+
+def word_equal(a, b) -> bool | None:
+    """Two output words equal modulo ``2^n`` for every input (every coefficient of the
+    difference divisible by ``2^n``): True; told apart by an integer input: False."""
+    if not (isinstance(a, Word) and isinstance(b, Word) and a.n == b.n):
+        return None
+    d, m = a.p - b.p, 1 << a.n
+    if all(c.denominator == 1 and c.numerator % m == 0 for c in d.n.t.values()) and d.d.constant() == 1:
+        return True
+    for seed in range(8):
+        rng = random.Random(seed)
+        env = {v: rng.randrange(m) - m // 2 for v in sorted(d.atoms())}
+        if d.n.value(env.__getitem__) % m and d.d.constant() == 1:
+            return False
+    return None
+
+
 def inf_minmax(op: str, f: list):
     """``max``/``min`` of two operands, one or both infinite (IEEE 754 maxNum/minNum)."""
     ident = -1 if op == "max" else 1
@@ -219,6 +262,7 @@ class Replay:
             raise Rejected(f"{k.name}: {len(k.params)} .param in PTX, {len(params)} bound")
         self.pv: dict[str, int] = {}
         self.tensors: list[tuple] = []        # (name, role, esize, numel, base)
+        self.ints: list[str] = []             # the s32 tensors: their elements are Words
         for i, (kp, p) in enumerate(zip(k.params, params)):
             if p["role"] == "scalar":
                 self.pv[kp.name] = Rat.var(p["name"]) if p.get("dtype") == "f32" else int(p["value"])
@@ -228,6 +272,7 @@ class Replay:
                 numel *= int(d)
             base, esize = GLOBAL_BASE + i * GLOBAL_STRIDE, 2 if p["dtype"] in ("f16", "bf16") else 4
             self.tensors.append((p["name"], p["role"], esize, numel, base))
+            self.ints += [p["name"]] if p["dtype"] == "s32" else []
             self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")
         self.sym: dict[str, Ptr] = {}
         self.tables: dict[str, bytes] = {}
@@ -591,6 +636,11 @@ class Replay:
             raise self.unsupported(ins, f"integer instruction on .{ty}")
         raw = [self.val(th, x, ins) for x in o[1:]]
         ptrs = [i for i, x in enumerate(raw) if isinstance(x, Ptr)]
+        if any(isinstance(x, Word) for x in raw):
+            try:
+                return self.put(o[0], th, ring(op, p, raw, bits(ty)))
+            except ValueError as e:
+                raise self.unsupported(ins, str(e)) from None
 
         def iv(i: int, t: str) -> int:
             return int(raw[i]) if i in ptrs else self.ival(th, o[i + 1], ins, t)
@@ -730,7 +780,8 @@ class Replay:
             self.access("global", addr, width, th, ins, False)
         if addr in self.gmem:
             return self.gmem[addr]
-        return Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
+        v = Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
+        return Word(v, 32) if name in self.ints else v
 
     def store(self, th: Th, ins: Instr, addr: Ptr, width: int, value) -> None:
         if isinstance(value, Inf):
@@ -761,6 +812,8 @@ class Replay:
             raise self.err(th, ins, f"store to input tensor {name}")
         if isinstance(value, Ptr):
             raise self.unsupported(ins, "an address stored to global memory (layout-dependent)")
+        if isinstance(value, Rat if name in self.ints else Word):
+            raise self.unsupported(ins, f"{'a float' if name in self.ints else 'integer data'} stored to tensor {name}")
         self.access("global", addr, width, th, ins, True)
         self.gmem[addr] = value
 
@@ -924,6 +977,8 @@ class Printer:
         return self.ids[v]
 
     def text(self, x) -> str:
+        if isinstance(x, Word):
+            return f"int{x.n}: {x.p.text(self.name)}"
         return x.text(self.name) if isinstance(x, Rat) else str(x)
 
 
@@ -1109,10 +1164,14 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     methods: dict[str, int] = {}
     for key in sorted(ref):
         limits.tick()
-        v = decide(shift(ref[key]), shift(opt[key]))
-        if v.holds is not True:
-            raise Rejected(f"{key}: {'differs' if v.holds is False else 'not decided'} ({v.method})")
-        methods[v.method] = methods.get(v.method, 0) + 1
+        if isinstance(ref[key], Word) or isinstance(opt[key], Word):
+            holds, method = word_equal(ref[key], opt[key]), "ring modulo 2^32"
+        else:
+            v = decide(shift(ref[key]), shift(opt[key]))
+            holds, method = v.holds, v.method
+        if holds is not True:
+            raise Rejected(f"{key}: {'differs' if holds is False else 'not decided'} ({method})")
+        methods[method] = methods.get(method, 0) + 1
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
     covers = coverage(ref)
     if claim.get("covers") != covers:

@@ -367,3 +367,54 @@ def test_local_misuse(tmp_path, edit, reason):
     else:
         assert reason in r.message, r.message
         rejected(with_ptx(cert, kernel(body)), tmp_path, reason)
+
+
+# ------------------------------------------------------------------ integer data: a ring modulo 2^32
+
+INTS = [{**t, "dtype": "s32"} for t in TENSORS]
+ILOAD = "\tld.global.s32 %r10, [%rd8];\n\tld.global.s32 %r11, [%rd9];\n"
+ISTORE = "\tst.global.s32 [%rd10], %r12;\n"
+IREF = ILOAD + "\tadd.s32 %r13, %r10, %r11;\n\tmul.lo.s32 %r12, %r13, %r10;\n" + ISTORE          # (x + y) x
+IOPT = ILOAD + "\tmul.lo.s32 %r13, %r10, %r10;\n\tmad.lo.s32 %r12, %r10, %r11, %r13;\n" + ISTORE  # x y + x x
+
+
+def test_integer_data_ring_identities_verify(tmp_path):
+    certify(tmp_path, entry(tmp_path, kernel(IREF), kernel(IOPT), INTS))
+    wrap = ILOAD + "\tmul.lo.s32 %r13, %r10, 65536;\n\tmul.lo.s32 %r14, %r13, 65536;\n" \
+                   "\tadd.s32 %r12, %r14, %r11;\n" + ISTORE                               # 2^32 x + y = y
+    certify(tmp_path, entry(tmp_path, kernel(ILOAD + "\tmov.b32 %r12, %r11;\n" + ISTORE), kernel(wrap), INTS))
+
+
+@pytest.mark.parametrize("op, reason", [
+    ("\tsetp.lt.s32 %p1, %r10, %r11;\n\tselp.b32 %r12, %r10, %r11, %p1;\n", "integer"),   # min via compare
+    ("\tshr.s32 %r12, %r10, 1;\n", "on integer data"),
+    ("\tdiv.s32 %r12, %r10, 2;\n", "on integer data"),
+    ("\tmul.hi.s32 %r12, %r10, %r11;\n", "on integer data"),
+    ("\tmul.wide.s32 %rd20, %r10, %r11;\n\tcvt.u32.u64 %r12, %rd20;\n", "on integer data"),
+    ("\tcvt.s64.s32 %rd21, %r10;\n\tadd.s64 %rd22, %rd8, %rd21;\n\tld.global.s32 %r12, [%rd22];\n", "integer"),
+    ("\tcvt.rn.f32.s32 %f4, %r10;\n\tcvt.rzi.s32.f32 %r12, %f4;\n", "integer"),
+])
+def test_integer_data_beyond_the_ring_is_refused(tmp_path, op, reason):
+    body = ILOAD + op + ISTORE
+    r = check_pair(entry(tmp_path, kernel(IREF), kernel(body), INTS), tmp_path)
+    assert r.verdict == "unsupported" and reason in r.message, r.message
+    cert = certify(tmp_path, entry(tmp_path, kernel(IREF), kernel(IOPT), INTS))
+    rejected(with_ptx(cert, kernel(body)), tmp_path, reason)
+
+
+def test_integer_data_that_differs_modulo_2_32(tmp_path):
+    half = ILOAD + "\tmul.lo.s32 %r13, %r10, 65536;\n\tmul.lo.s32 %r14, %r13, 32768;\n" \
+                   "\tadd.s32 %r12, %r14, %r11;\n" + ISTORE                               # 2^31 x + y != y
+    e = entry(tmp_path, kernel(ILOAD + "\tmov.b32 %r12, %r11;\n" + ISTORE), kernel(half), INTS)
+    r = check_pair(e, tmp_path)
+    assert r.verdict == "not-equivalent" and "modulo 2^32" in r.message, r.message
+    rejected(forged(tmp_path, e), tmp_path, "differs")
+
+
+@pytest.mark.parametrize("body, params, reason", [
+    (ILOAD + "\tst.global.s32 [%rd10], %r10;\n", [INTS[0], INTS[1], TENSORS[2]], "integer data stored to tensor out"),
+    ("\tst.global.f32 [%rd10], %f1;\n", [TENSORS[0], TENSORS[1], INTS[2]], "a float stored to tensor out"),
+])
+def test_integer_and_float_data_do_not_mix(tmp_path, body, params, reason):
+    r = check_pair(entry(tmp_path, kernel(body), kernel(body), params), tmp_path)
+    assert r.verdict == "unsupported" and reason in r.message, r.message

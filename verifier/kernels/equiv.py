@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from certificates.errors import CheckError, Malformed, Unsupported
-from certificates.kernel import bind, check_params, ctas, scope, shared_bytes, shift
-from certificates.solve import decide
+from certificates.kernel import Word, bind, check_params, ctas, scope, shared_bytes, shift, word_equal
+from certificates.solve import Verdict, decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
 from certificates.ptx import parse_file
@@ -123,13 +123,16 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
                           mismatch={"element": key}, seconds=seconds)
     unknown = None
     for key in sorted(ref):
-        v = decide(shift(ref[key]), shift(opt[key]))
+        if isinstance(ref[key], Word) or isinstance(opt[key], Word):   # integer data, modulo 2^32
+            v = Verdict(word_equal(ref[key], opt[key]), "ring modulo 2^32", values=(0, 0), witness={})
+        else:
+            v = decide(shift(ref[key]), shift(opt[key]))
         methods[v.method] = methods.get(v.method, 0) + 1
         if v.holds is False:
             seconds["decide"] = time.perf_counter() - t0
-            return Report("not-equivalent", None,
-                          f"{key[0]}[{key[1]}] differs: reference {v.values[0]:.6g} vs optimized "
-                          f"{v.values[1]:.6g} at {_short(v.witness)}",
+            how = "modulo 2^32 at an integer input" if v.witness == {} else \
+                f"reference {v.values[0]:.6g} vs optimized {v.values[1]:.6g} at {_short(v.witness)}"
+            return Report("not-equivalent", None, f"{key[0]}[{key[1]}] differs: {how}",
                           mismatch={"element": key, "witness": v.witness, "values": v.values,
                                     "reference": str(ref[key]), "optimized": str(opt[key])},
                           elements=len(ref), methods=methods, seconds=seconds)

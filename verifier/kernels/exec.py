@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import BARRIERS, INTS, IROUND, Inf, Ptr, clamp, float_to_int, inf_minmax, mul24
+from certificates.kernel import BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_minmax, mul24, ring
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -532,9 +532,8 @@ class CTA:
                 self._record("global", addr, width, th, ins, False)
             if addr in self.gmem:
                 return self.gmem[addr][0]
-            if t.role == "output":
-                return Rat.var(f"{t.name}@init[{i}]")
-            return Rat.var(f"{t.name}[{i}]")
+            v = Rat.var(f"{t.name}@init[{i}]" if t.role == "output" else f"{t.name}[{i}]")
+            return Word(v, 32) if t.dtype == "s32" else v
 
     def store(self, th, ins, addr: Ptr, width: int, value) -> None:
         if isinstance(value, Inf):
@@ -572,6 +571,9 @@ class CTA:
                 raise self._err(th, ins, f"store to input tensor {t.name}")
             if isinstance(value, Ptr):
                 raise self._unsupported(ins, "an address stored to global memory (layout-dependent)")
+            if isinstance(value, Rat if t.dtype == "s32" else Word):
+                raise self._unsupported(ins, f"{'a float' if t.dtype == 's32' else 'integer data'} stored to "
+                                             f"tensor {t.name}")
             self._record("global", addr, width, th, ins, True)
             self.gmem[addr] = (value, width)
             return
@@ -1156,6 +1158,12 @@ class CTA:
             raise self._unsupported(ins, f"integer instruction on .{ty}")
         raw = [self.val(th, o, ins) for o in ops[1:]]
         ptrs = [i for i, x in enumerate(raw) if isinstance(x, Ptr)]
+        if any(isinstance(x, Word) for x in raw):   # integer data: ring operations only
+            try:
+                self.setreg(th, ops[0], ring(op, parts, raw, _bits(ty)))
+            except ValueError as e:
+                raise self._unsupported(ins, str(e)) from None
+            return
 
         def iv(i: int, t: str) -> int:
             return int(raw[i]) if i in ptrs else self.ival(th, ops[i + 1], ins, t)
