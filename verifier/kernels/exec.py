@@ -402,6 +402,8 @@ class CTA:
             return v
         if isinstance(v, bool):
             raise self._err(th, ins, "predicate used as a float")
+        if not isinstance(v, int):
+            raise self._unsupported(ins, "integer data or a packed pair used as a float")
         return float_of_bits(v, 32)  # raw integer bits moved into a float register
 
     def _unsupported(self, ins: Instr, msg: str) -> Unsupported:
