@@ -3,9 +3,9 @@ interface rebuilt here; the schedule runs abstractly on every rank (docs/templat
 
 from __future__ import annotations
 
+import ast
 import itertools
 import operator
-import re
 from fractions import Fraction
 from typing import Callable
 
@@ -22,48 +22,42 @@ DIMS = ("L", "dp", "tp", "pp", "M", "B", "S", "H")
 NAMES = DIMS + ("d", "t", "p", "m", "l", "j")
 MAX_EVENTS = 50_000_000
 Fn = Callable[[dict], int]
-TOKEN = re.compile(r"\d+|[A-Za-z_]\w*|//|\S")
-BINARY = {"+": (1, operator.add), "-": (1, operator.sub), "*": (2, operator.mul), "//": (2, operator.floordiv),
-          "%": (2, operator.mod)}    # operator -> (precedence, function)
+BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+          ast.Mod: operator.mod}
 
 
 def formula(text, where: str) -> tuple[Fn, frozenset]:
-    """Compile a formula (integers, names, + - * // %, parentheses; no eval); also its rank and loop variables."""
+    """Compile a formula (integers, names, + - * // %, parentheses) from its syntax tree, which is only
+    read, never run; also its rank and loop variables."""
     if not isinstance(text, str) or len(text) > 200:
         raise Malformed(where, f"formula {text!r} must be a string of at most 200 characters")
-    toks = TOKEN.findall(text)[::-1]     # a stack: the next token last
+    if max(itertools.accumulate((c == "(") - (c == ")") for c in text), default=0) > 32:
+        raise Malformed(where, f"formula {text!r}: nested too deeply")
+    src = " ".join(text.split())     # one line: the tree's positions index it
+    try:
+        tree = ast.parse(src, mode="eval").body
+    except (SyntaxError, ValueError):
+        raise Malformed(where, f"formula {text!r}: not a formula") from None
+    names: set[str] = set()
 
-    def operand(depth: int) -> Fn:
-        tk = toks.pop() if toks and depth <= 32 else ""
-        if tk == "-":
-            return _binary(operator.sub, lambda e: 0, operand(depth + 1))
-        if tk == "(":
-            f = expr(depth + 1, 1)
-            if not toks or toks.pop() != ")":
-                raise Malformed(where, f"formula {text!r}: missing ')'")
-            return f
-        if tk.isdecimal():
-            return lambda e, v=int(tk): v
-        if tk in NAMES:
-            return lambda e: e[tk]
-        why = f"unexpected {tk!r}" if tk else "incomplete or nested too deeply"
-        raise Malformed(where, f"formula {text!r}: {why}")
+    def compile_(n: ast.AST, depth: int) -> Fn:
+        if depth > 32:
+            raise Malformed(where, f"formula {text!r}: nested too deeply")
+        if isinstance(n, ast.BinOp) and type(n.op) in BINARY:
+            f, g, op = compile_(n.left, depth + 1), compile_(n.right, depth + 1), BINARY[type(n.op)]
+            return lambda e: op(f(e), g(e))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            f = compile_(n.operand, depth + 1)
+            return lambda e: -f(e)
+        if isinstance(n, ast.Constant) and type(n.value) is int and ast.get_source_segment(src, n).isdecimal():
+            return lambda e, v=n.value: v
+        if isinstance(n, ast.Name) and n.id in NAMES:
+            names.add(n.id)
+            return lambda e, k=n.id: e[k]
+        raise Malformed(where, f"formula {text!r}: unexpected {ast.get_source_segment(src, n)!r}")
 
-    def expr(depth: int, least: int) -> Fn:     # precedence climbing: operators binding at least this tightly
-        f = operand(depth)
-        while toks and toks[-1] in BINARY and BINARY[toks[-1]][0] >= least:
-            prec, op = BINARY[toks.pop()]
-            f = _binary(op, f, expr(depth, prec + 1))
-        return f
-
-    f = expr(0, 1)
-    if toks:
-        raise Malformed(where, f"formula {text!r}: unexpected {toks[-1]!r}")
-    return f, frozenset(TOKEN.findall(text)) & {"d", "t", "p", "m", "l"}
-
-
-def _binary(op: Callable, f: Fn, g: Fn) -> Fn:
-    return lambda e: op(f(e), g(e))
+    f = compile_(tree, 0)
+    return f, frozenset(names) & {"d", "t", "p", "m", "l"}
 
 
 # statement -> its fields: REGISTERS are [name, index formulas...], COUNTS fields are n formulas, CHOICES names,
