@@ -1,17 +1,12 @@
-"""Refinement obligations: spec tensors as clean expressions over impl tensors.
+"""Refinement obligations: spec tensors as clean expressions over impl tensors (docs/refinement.md).
 
-``instantiate`` turns an input relation into input values: every impl input
-element starts free; the first expression of a spec input defines it, and each
-further expression must pick distinct, still-unused impl input elements, which are
-then bound to the spec value (replication and sharding). This parametrizes exactly
-the impl inputs that satisfy the relation. Integer inputs are then enumerated over
-their declared ranges; ``check`` evaluates both graphs and decides every element
-of every output equation.
-"""
+``instantiate`` parametrizes exactly the impl inputs that satisfy an input relation, integer inputs
+are enumerated over their declared ranges, and ``check`` decides every element of every output equation."""
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -122,10 +117,7 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
         labels = [f"{n}[{','.join(map(str, ix))}]" for ix in np.ndindex(*t.shape)]
         impl_env[n] = np.array([fresh(lab, t) for lab in labels] or [], dtype=object).reshape(t.shape)
     # Integer labels name impl input elements: offset of the tensor + flat index.
-    offset, base = {}, 0
-    for n in impl.inputs:
-        offset[n] = base
-        base += impl_env[n].size
+    offset = dict(zip(impl.inputs, itertools.accumulate((impl_env[n].size for n in impl.inputs), initial=0)))
     flat = [(n, i) for n in impl.inputs for i in range(impl_env[n].size)]
     taken: set[int] = set()  # elements used by a definition or already bound
     spec_env = {}
@@ -219,9 +211,7 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
             for a in free:
                 ranges.setdefault(a, range(lo, hi))
     names = sorted(ranges)
-    total = 1
-    for n in names:
-        total *= len(ranges[n])
+    total = math.prod(len(ranges[n]) for n in names)
     if total > limits.max_assignments:
         raise LimitExceeded(f"{total} assignments of integer inputs exceed the limit of {limits.max_assignments}")
 
