@@ -194,9 +194,7 @@ class Poly:
     def value(self, env: Callable[[str], float | Fraction]):
         total = 0
         for (m, e), c in self.t.items():
-            term = c if not e else float(c)
-            for v, p in m:
-                term = term * env(v) ** p
+            term = math.prod((env(v) ** p for v, p in m), start=c if not e else float(c))
             if e:
                 term = float(term) * math.exp(float(Poly(dict(e)).value(env)))
             total = total + term
@@ -335,10 +333,7 @@ class Rat:
         k = int(k)
         if abs(k) > MAX_EXPONENT:
             raise LimitExceeded(f"power {k} of a symbolic value exceeds the bound {MAX_EXPONENT}")
-        base, out = (self if k >= 0 else Rat.of(1) / self), Rat.of(1)
-        for _ in range(abs(k)):
-            out = out * base
-        return out
+        return math.prod([self if k >= 0 else Rat.of(1) / self] * abs(k), start=Rat.of(1))
 
     def equals(self, o: "Rat") -> bool:
         if self.d.t == o.d.t:  # equal dicts: equal keys, without sorting
@@ -430,9 +425,7 @@ def substitute(x: Rat, point: dict[str, int]) -> Rat:
     def poly(p: Poly) -> Rat:
         total = Rat.of(0)
         for (mono, expo), c in p.t.items():
-            term = Rat.of(c)
-            for v, k in mono:
-                term = term * atom(v) ** k
+            term = math.prod((atom(v) ** k for v, k in mono), start=Rat.of(c))
             if expo:
                 term = term * apply("exp", poly(Poly(dict(expo))))
             total = total + term
