@@ -9,6 +9,7 @@ member order). Shape-reduction rules are in certificates/rules.py.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -439,8 +440,7 @@ def _split_sizes(s, a) -> list[int]:
     if "split_sizes" in a:
         sizes = list(a["split_sizes"])
     else:
-        if "chunks" in a and (not isinstance(a["chunks"], int) or a["chunks"] < 1):
-            raise ShapeError(f"chunks {a['chunks']!r}")
+        _fail_if("chunks" in a and (not isinstance(a["chunks"], int) or a["chunks"] < 1), f"chunks {a.get('chunks')!r}")
         if "chunks" in a and s[d] == 0:  # ATen: that many empty chunks
             return [0] * a["chunks"]
         n = a["split_size"] if "split_size" in a else -(-s[d] // a["chunks"])
@@ -470,9 +470,7 @@ def _pad_widths(s, a):
     pad = list(a["pad"])
     if len(pad) % 2 or len(pad) // 2 > len(s) or any(not isinstance(p, int) for p in pad):
         raise ShapeError(f"pad {pad} for shape {s}")
-    widths = [(0, 0)] * len(s)
-    for i in range(len(pad) // 2):
-        widths[len(s) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    widths = [(0, 0)] * (len(s) - len(pad) // 2) + [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)][::-1]
     _fail_if(any(lo < 0 or hi < 0 for lo, hi in widths), "negative padding is not supported")
     return widths
 
@@ -637,10 +635,7 @@ def _reduce_all(xs, how: str):
     if how == "min":
         return -_reduce_all([-x for x in xs], "max")
     if how == "max":
-        out = xs[0]
-        for x in xs[1:]:
-            out = _maximum(out, x)
-        return out
+        return functools.reduce(_maximum, xs)
     out = sum(xs[1:], xs[0])
     return out * _lift(out, to_fraction(1) / len(xs)) if how == "avg" else out
 
