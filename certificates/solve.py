@@ -15,6 +15,8 @@ divisors whose conditions were shown to hold.
 
 from __future__ import annotations
 
+import functools
+import math
 import random
 from dataclasses import dataclass
 
@@ -144,10 +146,8 @@ class _Encoder:
         s = self.s
         total = s.RealVal(0)
         for (mono, expo), c in p.t.items():
-            term = s.RealVal(f"{c.numerator}/{c.denominator}")
-            for v, k in mono:
-                for _ in range(k):
-                    term = term * self.atom(v)
+            term = math.prod((self.atom(v) for v, k in mono for _ in range(k)),
+                             start=s.RealVal(f"{c.numerator}/{c.denominator}"))
             if expo:
                 e = self.func("exp", 1)(self.poly(Poly(dict(expo))))
                 self.axioms.append(e > 0)
@@ -169,9 +169,7 @@ class _Encoder:
             fn, args = ATOMS[name]
             xs = [self.rat(a) for a in args]
             if fn == "max":
-                out = xs[0]
-                for y in xs[1:]:
-                    out = self.s.If(out >= y, out, y)
+                out = functools.reduce(lambda x, y: self.s.If(x >= y, x, y), xs)
             else:
                 out = self.func(fn, len(xs))(*xs)
                 if fn == "sqrt":
