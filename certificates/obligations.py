@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from typing import Any, Iterable
 
 from . import terms
@@ -43,10 +44,8 @@ def cone(impl: Graph, targets: Iterable[str], frontier: set[str]) -> list[Node]:
 def subgraph(g: Graph, name: str, nodes: list[Node], outputs: list[str], extra: Iterable[str] = ()) -> Graph:
     """The graph of ``nodes``; every tensor they read but do not produce becomes an input."""
     produced = {t for n in nodes for t in n.outputs}
-    used: list[str] = []
-    for t in [t for n in nodes for t in n.inputs + n.outputs] + list(extra) + outputs:
-        if t is not None and t not in used:
-            used.append(t)
+    used = list(dict.fromkeys(t for t in [t for n in nodes for t in n.inputs + n.outputs] + list(extra) + outputs
+                              if t is not None))
     inputs = [t for t in used if t not in produced]
     return Graph(name, g.world_size, {t: g.tensors[t] for t in used}, inputs, list(outputs), nodes,
                  {t: n for n in nodes for t in n.outputs}, {n.name: i for i, n in enumerate(nodes)})
@@ -172,10 +171,7 @@ def decide(ls: Graph, li: Graph, rin: Relation, rout: Relation, limits: Limits,
 
 
 def summary(outcomes: list) -> str:
-    methods: dict[str, int] = {}
-    for o in outcomes:
-        for m, k in o.methods.items():
-            methods[m] = methods.get(m, 0) + k
+    methods = sum((Counter(o.methods) for o in outcomes), Counter())
     total = sum(o.elements for o in outcomes)
     return f"{total} elements ({', '.join(f'{k} by {m}' for m, k in sorted(methods.items()))})"
 
