@@ -1,17 +1,7 @@
-"""Certificate v1: read, check integrity, replay every claim.
-
-Layout (docs/certificates.md, schema/certificate-v1.json)::
-
-    {"format": "pvcert-certificate", "version": 1,
-     "header":   {"tool": ..., "tool_version": ..., "created": ...},
-     "subject":  {"artifacts": [{"id", "kind": "graph", "sha256", "embedded" | "path"}]},
-     "claims":   [{"id", "kind": "refinement", "spec", "impl", "input_relation", "output_relation"}],
-     "evidence": {claim id: {"method": "whole-graph", "obligations": [...]}},
-     "verdict":  "ACCEPT"}
+"""Certificate v1 (layout: docs/certificates.md): read, check integrity, replay every claim.
 
 Nothing in the certificate is trusted: hashes are recomputed, graphs re-validated,
-obligations re-derived from graphs and relations and re-decided here.
-"""
+obligations re-derived from graphs and relations and re-decided here."""
 
 from __future__ import annotations
 

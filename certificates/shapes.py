@@ -1,18 +1,10 @@
 """Shape reduction, re-checked: a claimed divisor per tensor axis (1: full size), justified or rejected.
 
-Only *map axes* are reduced (docs/stages.md: theorem ``MapAxis``): along a reduced axis, every
-output element at index i depends on index i of the inputs only, through a function that depends
-on i only through its region (the intervals between recorded offsets). ``constraints`` reads from
-the FULL graphs and relations, by each operator's rule (rules.py): *ties* (axes indexed
-together: one divisor), *pins* (summed, contracted or normalized axes, axes whose size enters a
-value or that integer values index; every axis of an op without a rule: full size), *scaled*
-constants (offsets, split sizes, pads: multiples of divisor x grain, then divided) and reshape
-*links*: a reshape group with several axes on a side keeps its inner axes at full size and ties
-the outermost axes of both sides as blocks (a *grain* per tie class: the elements per block,
-one value per class or the class is pinned). ``reduce`` checks a claim against them (at least 2
-blocks left on every reduced axis), rewrites shapes and size-carrying attributes, and
-re-validates the reduced graphs and relations.
-"""
+Only *map axes* are reduced (theorem ``MapAxis``; the side conditions, ties, pins, scaled constants,
+reshape links and grains: docs/stages.md). ``constraints`` reads them from the FULL graphs and
+relations by each operator's rule (rules.py); ``reduce`` checks a claim against them (at least 2
+blocks left on every reduced axis), rewrites shapes and size-carrying attributes, and re-validates
+the reduced graphs and relations."""
 
 from __future__ import annotations
 

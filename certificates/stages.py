@@ -1,15 +1,5 @@
-"""Replay of a ``staged-refinement`` claim: a refinement of the FULL graphs, proved at reduced shapes.
-
-1. the claimed reduction is re-checked and applied by ``shapes.reduce`` (from the full
-   graphs and the claim's relations); the derived reduced graphs must have the sha256
-   the evidence names;
-2. the stages must be every spec operator once in a topological order, then the
-   expectations; every output of a step must be related;
-3. each stage's local obligation is re-derived from the reduced graphs and relation
-   (``obligations.obligation``) and its canonical key recomputed; a stage proved by another
-   must have an equal key, and that other stage must be an earlier representative;
-4. each representative is decided again (``obligations.decide``); element counts must match.
-"""
+"""Replay of a ``staged-refinement`` claim: a refinement of the FULL graphs, proved at reduced shapes
+(the four checks: docs/stages.md, "pvcert replay")."""
 
 from __future__ import annotations
 

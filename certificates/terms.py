@@ -1,16 +1,7 @@
-"""Clean expressions: parse, print, infer shapes, evaluate.
+"""Clean expressions (grammar: docs/clean-expressions.md): parse, print, infer shapes, evaluate.
 
-Grammar (one readable text form)::
-
-    term  := NAME                          a tensor, e.g. x@r0
-           | FN '(' term {',' term} {',' KEY '=' value} ')'
-    value := INT | '[' [INT {',' INT}] ']'
-
-Functions (nothing that computes a value, only moves or sums it):
-``concat(t..., dim)``, ``slice(t, dim, start, end[, step])``, ``pad(t, dim, before, after)``
-(zeros), ``permute(t, dims)``, ``transpose(t, dim0, dim1)``, ``reshape(t, shape)``, and
-``sum(t...)`` (sum over ranks).
-"""
+Functions move or sum values, never compute them: ``concat``, ``slice``, ``pad`` (zeros),
+``permute``, ``transpose``, ``reshape`` and ``sum`` (over ranks)."""
 
 from __future__ import annotations
 
