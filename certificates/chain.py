@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from . import refinement
-from .errors import Malformed, Rejected, Unsupported, field
-from .graph import Graph, Node, evaluate
+from .errors import Rejected, Unsupported, field
+from .graph import Graph, Node, _fail_if, evaluate
 from .limits import Limits
 from .obligations import decide, graph_artifact, integer_ranges, key, obligation, subgraph, summary
 from .refinement import Outcome, Relation, check
@@ -134,12 +134,10 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
     found = refinement.parse_relation(field(evidence, "relation", dict, where), spec, impl,
                                       f"{where}: evidence relation", False, limits)
     for t in found:
-        if t in spec.inputs:
-            raise Malformed(where, f"evidence relation redefines spec input '{t}'")
+        _fail_if(t in spec.inputs, where, f"evidence relation redefines spec input '{t}'")
     rel = {**rin, **found}
     steps = field(evidence, "steps", list, where)
-    if not all(isinstance(s, str) for s in steps):
-        raise Malformed(where, "evidence steps must be spec operator names")
+    _fail_if(not all(isinstance(s, str) for s in steps), where, "evidence steps must be spec operator names")
     by_name = {n.name: n for n in spec.nodes}
     if sorted(steps) != sorted(by_name):
         missing = sorted(set(by_name) - set(steps))

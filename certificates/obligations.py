@@ -22,8 +22,7 @@ from typing import Any, Iterable
 
 from . import terms
 from .dtypes import bounds
-from .errors import Malformed
-from .graph import Graph, Node, parse_graph
+from .graph import Graph, Node, _fail_if, parse_graph
 from .limits import Limits
 from .refinement import Outcome, Relation, check
 
@@ -178,11 +177,9 @@ def summary(outcomes: list) -> str:
 
 def graph_value(arts: dict, aid: Any, where: str) -> tuple[Any, str]:
     """The JSON value of graph artifact ``aid`` and where it was read from."""
-    if aid not in arts:
-        raise Malformed(where, f"names artifact {aid!r}, which the subject does not list")
+    _fail_if(aid not in arts, where, f"names artifact {aid!r}, which the subject does not list")
     kind, value, awhere = arts[aid]
-    if kind != "graph":
-        raise Malformed(where, f"artifact '{aid}' is a {kind!r}, not a graph")
+    _fail_if(kind != "graph", where, f"artifact '{aid}' is a {kind!r}, not a graph")
     return value, awhere
 
 

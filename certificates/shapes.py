@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import terms
 from .errors import Malformed
-from .graph import Graph, parse_graph
+from .graph import Graph, _fail_if, parse_graph
 from .limits import Limits
 from .ops import _dim, _perm, _swap
 from .refinement import Relation, parse_relation
@@ -189,8 +189,7 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
 
 def parse_classes(obj, C: Constraints, where: str) -> dict[Axis, int]:
     """``[{"divisor", "axes": [[side, tensor, axis], ...]}, ...]`` as a divisor per real axis."""
-    if not isinstance(obj, list):
-        raise Malformed(where, "reduction classes must be a list")
+    _fail_if(not isinstance(obj, list), where, "reduction classes must be a list")
     div: dict[Axis, int] = {}
     for i, c in enumerate(obj):
         d, axes = (c.get("divisor"), c.get("axes")) if isinstance(c, dict) else (None, None)
@@ -201,8 +200,7 @@ def parse_classes(obj, C: Constraints, where: str) -> dict[Axis, int]:
             a = tuple(ax) if ok else None
             if a is None or a[0] not in ("spec", "impl") or a not in C.size:
                 raise Malformed(where, f"reduction class #{i}: {ax!r} is not an axis of the graphs")
-            if a in div:
-                raise Malformed(where, f"reduction class #{i}: axis {ax!r} is listed twice")
+            _fail_if(a in div, where, f"reduction class #{i}: axis {ax!r} is listed twice")
             div[a] = d
     return div
 
