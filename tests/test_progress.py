@@ -25,7 +25,7 @@ def test_plain_lines_off_a_terminal_and_quiet(tmp_path):
     cert = str(tmp_path / "c.json")
     r = _pvcert("verify", OK, "--emit-cert", cert)
     assert r.returncode == 0 and r.stderr == "", r.stderr   # a quick run: no progress line
-    r = _pvcert("replay", cert, every="0.02")
+    r = _pvcert("replay", cert, every="0.001")   # a replay takes milliseconds: lines at this rate
     lines = r.stderr.splitlines()
     assert r.returncode == 0 and lines and all(re.fullmatch(r"pvcert: replay \(\d+ s\)", x) for x in lines), lines
     assert "pvcert:" not in r.stdout and "ACCEPT" in r.stdout
