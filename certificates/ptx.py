@@ -169,7 +169,8 @@ _VARDECL_RE = re.compile(
     r"^(?P<extern>\.extern\s+)?(?P<space>\.shared|\.local|\.global|\.const)\s+"
     rf"(?:\.align\s+(?P<align>\d+)\s+)?(?:\.v\d\s+)?(?P<type>\.\w+)\s+(?P<name>{_NAME})"
     r"(?P<dims>(?:\s*\[\s*\d*\s*\])*)\s*(?P<init>=.*)?$")
-_PARAM_RE = re.compile(rf"^\.param\s+(?:\.align\s+\d+\s+)?(\.\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?({_NAME})"
+_PARAM_RE = re.compile(rf"^\.param\s+(?:\.align\s+\d+\s+)?(\.\w+)\s+(?:\.ptr\s+(?:\.global\s+)?"
+                       rf"(?:\.align\s+\d+\s+)?)?({_NAME})"
                        r"(\s*\[\s*\d+\s*\])?$")
 _INT_RE = re.compile(r"^([+-]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9]\d*)[uU]?$")
 _SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.[xyz]$|^%(laneid|warpid|nwarpid|warpsize|smid|nsmid|clock|"

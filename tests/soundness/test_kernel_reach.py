@@ -15,7 +15,8 @@ from certificates.errors import Malformed
 from certificates.limits import canonical_bytes
 from certificates.replay import replay
 from verifier.kernels.certificate import kernel_certificate, pair_claim
-from verifier.kernels.equiv import check_pair, load_pairs
+from certificates.ptx import parse
+from verifier.kernels.equiv import CORPUS, check_pair, load_pairs
 
 PARAMS = ("x", "y", "out")
 
@@ -418,3 +419,28 @@ def test_integer_data_that_differs_modulo_2_32(tmp_path):
 def test_integer_and_float_data_do_not_mix(tmp_path, body, params, reason):
     r = check_pair(entry(tmp_path, kernel(body), kernel(body), params), tmp_path)
     assert r.verdict == "unsupported" and reason in r.message, r.message
+
+
+# ------------------------------------------------------------------ Triton's PTX
+
+def test_triton_softmax_with_a_sum_step_dropped(tmp_path):
+    real = CORPUS / "real"
+    e = copy.deepcopy(load_pairs(real)["triton_softmax_rows"])
+    ptx = (real / e["optimized"]["ptx"]).read_text()
+    for side in ("reference", "optimized"):
+        (tmp_path / f"{side}.ptx").write_text((real / e[side]["ptx"]).read_text())
+        e[side]["ptx"] = f"{side}.ptx"
+    cert = certify(tmp_path, e)
+    bad = ptx.replace("add.f32 \t%r39, %r37, %r38;", "add.f32 \t%r39, %r37, %r37;")   # the sum misses half the lanes
+    assert bad != ptx
+    (tmp_path / "optimized.ptx").write_text(bad)
+    assert check_pair(e, tmp_path).verdict == "not-equivalent"
+    rejected(forged(tmp_path, e), tmp_path, "differs")
+    rejected(with_ptx(cert, bad), tmp_path, "normal form")
+
+
+def test_param_pointer_to_another_space_is_refused():
+    text = kernel(COPY).replace(".param .u64 k_x", ".param .u64 .ptr .shared .align 4 k_x")
+    with pytest.raises(Malformed, match="bad parameter"):
+        parse(text)
+    parse(kernel(COPY).replace(".param .u64 k_x", ".param .u64 .ptr .global .align 16 k_x"))

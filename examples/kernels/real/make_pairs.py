@@ -36,6 +36,12 @@ pairs = [
  dict(name="strided_sum", description="run-time length n: selp accumulator-init idiom",
       reference=side("strided_sum", "strided_sum_ref", [1,1,1], [32,1,1]), optimized=side("strided_sum", "strided_sum_unrolled", [1,1,1], [32,1,1]),
       params=[T("x","input",[200]), T("out","output",[32]), {"name":"n","role":"scalar","dtype":"s32","value":200}]),
+ dict(name="triton_softmax_rows", description="Triton 3.9 row softmax (tl.max/tl.sum over shuffles, tl.exp) vs a CUDA thread per row",
+      reference=side("softmax_rows_ref", "softmax_rows_ref", [2,1,1], [1,1,1], params=["x","y","n"]),
+      optimized={"src": "../triton/build_triton.py", "ptx": "../triton/softmax_rows.ptx", "entry": "softmax_rows",
+                 "grid": [2,1,1], "block": [32,1,1], "params": ["x","y","n","scratch","profile"]},
+      params=[T("x","input",[128]), T("y","output",[128]), {"name":"n","role":"scalar","dtype":"s32","value":64},
+              {"name":"scratch","role":"scalar","dtype":"s32","value":0}, {"name":"profile","role":"scalar","dtype":"s32","value":0}]),
 ]
 REFUSED = {"softmax_expf": "cvt.sat.f32.f32"}
 for p in pairs:
