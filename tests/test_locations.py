@@ -129,3 +129,20 @@ def test_well_formed_source_is_accepted_and_kept(spec_graph):
     node = parse_graph(g, "spec").nodes
     got = [n for n in node if n.name == g["nodes"][0]["name"]][0]
     assert report.where(got) == f"layers.0.self_attn.o_proj (model.py:57) {got.target}"
+
+
+def test_json_result_names_the_location(tmp_path):
+    """--json: the failing operator's module/file:line are in the result, valid under the schema."""
+    import json
+
+    import jsonschema
+
+    case = tmp_path / "bug.py"
+    case.write_text(BUG)
+    r = run_pvcert("verify", str(case), "--json", timeout=300)
+    out = json.loads(r.stdout)
+    schema = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "docs", "schema", "output-v1.json")).read())
+    jsonschema.validate(out, schema)
+    loc = out["results"][0]["location"]
+    assert out["verdict"] == "REFUTED" and loc["target"] == "aten.mm.default", out
+    assert loc["file"].endswith("row_parallel_config.py") and loc["line"] == 49, loc

@@ -193,7 +193,11 @@ def _emit(args: argparse.Namespace, v: Verdict, seconds: float, cx=None) -> int:
     print("\n".join(v.lines(seconds)))
     rec = args.record
     rec.verdict = v.word
-    rec.result(v.name, v.word, v.reason, seconds=round(seconds, 4))
+    inf = getattr(args, "inference", None)
+    failure = getattr(inf, "failure", None)
+    where = {"operator": failure.node.name, "target": failure.node.target, **(failure.location or {})} \
+        if failure is not None and failure.node is not None else None
+    rec.result(v.name, v.word, v.reason, seconds=round(seconds, 4), **({"location": where} if where else {}))
     if cx is not None:
         rec.refute(cx)
     if v.word == UNKNOWN:
