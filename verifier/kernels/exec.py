@@ -264,7 +264,6 @@ class Thread:
             for c, v in zip("xyz", vals):
                 self.regs[f"{pre}.{c}"] = v
         self.regs["%laneid"] = self.lane
-        self.regs["%WARP_SZ"] = 32
         self.lmem: dict[int, tuple] = {}     # .local memory: address -> (value, width)
         self.state = "run"           # run | block | exit
         self.wait = None             # what it is blocked on
