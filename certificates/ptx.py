@@ -404,7 +404,7 @@ def parse(src: str, file: str = "<ptx>") -> Module:
             k, i = _entry(stmts, i, file)
             if k.name in kernels or k.name in funcs:
                 raise ctx.err(f"duplicate entry or function {k.name}")
-            (funcs if k.rets is not None and ".func" in text.split("(")[0] else kernels)[k.name] = k
+            (funcs if ".func" in text.split("(")[0] else kernels)[k.name] = k
             continue
         elif re.match(r"^(\.extern\s+|\.visible\s+)*\.(shared|global|const|local)\b", text):
             v = _var(re.sub(r"^\.visible\s+", "", text), ctx)
