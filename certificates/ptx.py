@@ -568,12 +568,14 @@ def _inline(k: Kernel, funcs: dict[str, Kernel], stack: tuple) -> None:
     labels: dict[str, int] = {}
     at: dict[int, int] = {}
     own = {p.name for p in k.params + k.rets}
+    calls: list[tuple[int, int, Instr]] = []   # inlined bodies: [start, end) and their call
     for n, ins in enumerate(k.instrs):
         at[n] = len(out)
         m = ins.operands[ins.op == "ld"] if ins.op in ("ld", "st") and "param" in ins.parts else None
         if ins.op == "call":
             body, rel = _expand(k, ins, funcs, stack, str(len(out)))
             labels.update((lab, len(out) + j) for lab, j in rel.items())
+            calls.append((len(out), len(out) + len(body), ins))
             out += body
         elif isinstance(m, Mem) and isinstance(m.base, Sym) and m.base.name not in own:
             decl = k.regs.get(m.base.name)
@@ -585,6 +587,11 @@ def _inline(k: Kernel, funcs: dict[str, Kernel], stack: tuple) -> None:
         else:
             out.append(ins)
     labels.update((lab, at.get(n, len(out))) for lab, n in k.labels.items())
+    for j, ins in enumerate(out):   # a call run twice would see its registers' old values, not fresh ones
+        t = labels.get(ins.operands[0].name) if ins.op == "bra" and isinstance(ins.operands[0], Sym) else None
+        loop = next((c for s, e, c in calls if t is not None and t <= s and j >= e), None)
+        if loop is not None:
+            raise Unsupported(f"{k.file}:{loop.line}: call inside a loop in `{loop.text}` (each call needs fresh registers)")
     k.labels, k.instrs = labels, out
     for i, ins in enumerate(out):
         ins.index = i

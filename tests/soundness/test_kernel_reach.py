@@ -330,6 +330,9 @@ def test_func_that_would_fool_the_checker(tmp_path, body, module, how):
     (FUNC, call("f", ("%f1",)) + STORE, "with 1 arguments"),
     (FUNC.replace("ld.param.f32 %f2, [b]", "ld.param.f32 %f2, [b+4]"), call("f") + STORE, "parameter access"),
     (FUNC, call("f").replace("ld.param.f32 %f3, [r0+0]", "ld.param.f64 %fd3, [r0+0]"), "call parameter access"),
+    # a call run twice would see its registers' old values (inlined once), where PTX gives fresh ones
+    (FUNC, "\tmov.u32 %r20, 0;\n$L_k:\n" + call("f") + "\tadd.s32 %r20, %r20, 1;\n\tsetp.lt.u32 %p2, %r20, 2;\n"
+     "\t@%p2 bra $L_k;\n" + STORE, "call inside a loop"),
 ])
 def test_func_refusals(tmp_path, module, body, reason):
     r = check_pair(entry(tmp_path, kernel(DIFF), kernel(body, shared=module)), tmp_path)
