@@ -9,9 +9,7 @@ operations and checks that whole-graph and per-operator evidence decide each cla
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import json
 import random
 
 import pytest
@@ -19,14 +17,12 @@ import pytest
 from certificates import chain, refinement
 from certificates.errors import Rejected, Unsupported
 from certificates.graph import parse_graph
-from certificates.limits import Limits, canonical_bytes
-from certificates.replay import replay
-from verifier import certificate, direct
-from verifier.case import Case
+from certificates.limits import Limits
 from verifier.ir import GraphBuilder
-from verifier.refine import infer
 
-Pair = tuple[dict, dict, dict, dict]  # spec, impl, input relation, expectation
+import forge
+from forge import Pair
+
 ZERO = "zero"  # relu(w) - relu(-w) - w: zero for every w, not in normal form
 
 
@@ -110,48 +106,24 @@ ATTACKS: dict[str, tuple] = {  # name: (bug, control)
 }
 
 
-def _case(pair: Pair) -> Case:
-    s, g, rin, expect = pair
-    return Case("definedness", copy.deepcopy(s), copy.deepcopy(g), rin, expect)
-
-
-def _verified(pair: Pair, form: str) -> bool:
-    try:
-        return (direct.verify(_case(pair)) if form == "whole-graph" else infer(_case(pair))).verified
-    except Unsupported:
-        return False
-
-
-def _transplant(cert: dict, bug: Pair) -> dict:
-    """The control's certificate with the bug's graphs in place (sha256 recomputed); per-operator
-    evidence relates each spec tensor to the impl tensor of the same name, lower-cased, or to ``y``."""
-    cert = copy.deepcopy(cert)
+def _relate_lower(cert: dict, bug: Pair) -> dict:
+    """The control's certificate with the bug's graphs in place; per-operator evidence relates each
+    spec tensor to the impl tensor of the same name, lower-cased, or to ``y``."""
+    cert = forge.embed(cert, bug[0], bug[1])
     impl_tensors = bug[1]["tensors"]
     evidence = next(iter(cert["evidence"].values()))
     if "relation" in evidence:
         evidence["relation"] = {t: [t.lower() if t.lower() in impl_tensors else "y"] for t in bug[0]["tensors"]
                                 if t not in bug[0]["inputs"]}
         evidence["steps"] = [n["name"] for n in bug[0]["nodes"]]
-    for art in cert["subject"]["artifacts"]:
-        art["embedded"] = copy.deepcopy(bug[1] if art["id"] == "impl" else bug[0])
-        art["sha256"] = hashlib.sha256(canonical_bytes(art["embedded"])).hexdigest()
     return cert
 
 
-@pytest.mark.parametrize("form", ["whole-graph", "per-operator"])
+@pytest.mark.parametrize("form", forge.FORMS)
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_definedness_attack_is_refused_and_its_certificate_rejected(name, form, tmp_path):
     bug, ok = ATTACKS[name]
-    assert not _verified(bug(), form)
-    assert _verified(ok(), form)  # the correct control still verifies
-    r = direct.verify(_case(ok())) if form == "whole-graph" else infer(_case(ok()))
-    cert = (certificate.whole_graph_certificate if form == "whole-graph" else certificate.per_operator_certificate)(r)
-    good, forged = tmp_path / "good.json", tmp_path / "forged.json"
-    good.write_text(json.dumps(cert))
-    assert all(x.ok for x in replay(str(good)))
-    forged.write_text(json.dumps(_transplant(cert, bug())))
-    results = replay(str(forged))
-    assert not all(x.ok for x in results), [x.detail for x in results]
+    forge.attack(bug(), ok(), form, tmp_path, _relate_lower)
 
 
 # ---------------------------------------------------------------- property: one claim, one answer
@@ -244,7 +216,7 @@ def _forge_staged(cert: dict, bug: Pair) -> dict:
     from certificates import obligations
     from certificates.refinement import parse_relation
 
-    cert = _transplant(cert, bug)
+    cert = _relate_lower(cert, bug)
     evidence = next(iter(cert["evidence"].values()))
     spec, impl = parse_graph(bug[0], "spec"), parse_graph(bug[1], "impl")
     rel = {**parse_relation(bug[2], spec, impl, "in", True),
@@ -271,15 +243,13 @@ def test_staged_claims_need_the_spec_defined_somewhere(tmp_path):
     from verifier.stages.run import verify_staged
 
     bug, ok = ATTACKS["spec defined nowhere (its own side conditions are unsatisfiable)"]
-    assert not verify_staged(_case(bug()), reduce=False).verified
-    good = verify_staged(_case(ok()), reduce=False)
+    assert not verify_staged(forge.case(bug()), reduce=False).verified
+    good = verify_staged(forge.case(ok()), reduce=False)
     assert good.verified
     cert = staged_certificate(good)
-    (tmp_path / "good.json").write_text(json.dumps(cert))
-    assert all(x.ok for x in replay(str(tmp_path / "good.json")))
-    (tmp_path / "control.json").write_text(json.dumps(_forge_staged(cert, ok())))
-    assert all(x.ok for x in replay(str(tmp_path / "control.json")))   # the forger's method itself works
-    (tmp_path / "forged.json").write_text(json.dumps(_forge_staged(cert, bug())))
-    results = replay(str(tmp_path / "forged.json"))
+    assert all(x.ok for x in forge.replayed(cert, tmp_path / "good.json"))
+    control = forge.replayed(_forge_staged(cert, ok()), tmp_path / "control.json")
+    assert all(x.ok for x in control)   # the forger's method itself works
+    results = forge.replayed(_forge_staged(cert, bug()), tmp_path / "forged.json")
     assert not all(x.ok for x in results), [x.detail for x in results]
     assert "defined" in results[0].detail, results[0].detail

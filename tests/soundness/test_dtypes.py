@@ -9,9 +9,6 @@ overflowing values, and checks that ``chain(x) == x`` is never accepted where to
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import random
 import time
 
@@ -22,17 +19,14 @@ from certificates import refinement
 from certificates.dtypes import FLOATS, bounds
 from certificates.errors import Unsupported
 from certificates.graph import evaluate, parse_graph
-from certificates.limits import canonical_bytes
 from certificates.poly import Rat
-from certificates.replay import replay
-from verifier import certificate, direct
-from verifier.case import Case
 from verifier.ir import GraphBuilder
-from verifier.refine import infer
+
+import forge
+from forge import Pair
 
 torch = pytest.importorskip("torch")
 
-Pair = tuple[dict, dict, dict, dict]  # spec, impl, input relation, expectation
 CAST = "aten._to_copy.default"
 
 
@@ -76,45 +70,21 @@ ATTACKS: dict[str, tuple] = {  # name: (bug, control)
 }
 
 
-def _case(pair: Pair) -> Case:
-    s, g, rin, expect = pair
-    return Case("dtypes", copy.deepcopy(s), copy.deepcopy(g), rin, expect)
-
-
-def _verified(pair: Pair, form: str) -> bool:
-    try:
-        return (direct.verify(_case(pair)) if form == "whole-graph" else infer(_case(pair))).verified
-    except Unsupported:  # a refusal with its reason: not VERIFIED
-        return False
-
-
-def _transplant(cert: dict, bug: Pair) -> dict:
-    """The control's certificate with the bug's graphs in place (sha256 recomputed); per-operator
-    evidence relates every spec tensor to the impl's output ``y`` (well-formed for the bug)."""
-    cert = copy.deepcopy(cert)
+def _relate_y(cert: dict, bug: Pair) -> dict:
+    """The control's certificate with the bug's graphs in place; per-operator evidence relates every
+    spec tensor to the impl's output ``y`` (well-formed for the bug)."""
+    cert = forge.embed(cert, bug[0], bug[1])
     evidence = next(iter(cert["evidence"].values()))
     if "relation" in evidence:
         evidence["relation"] = {t: ["y"] for t in evidence["relation"]}
-    for art in cert["subject"]["artifacts"]:
-        art["embedded"] = copy.deepcopy(bug[1] if art["id"] == "impl" else bug[0])
-        art["sha256"] = hashlib.sha256(canonical_bytes(art["embedded"])).hexdigest()
     return cert
 
 
-@pytest.mark.parametrize("form", ["whole-graph", "per-operator"])
+@pytest.mark.parametrize("form", forge.FORMS)
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_cast_attack_is_refused_and_its_certificate_rejected(name, form, tmp_path):
     bug, ok = ATTACKS[name]
-    assert not _verified(bug(), form)
-    assert _verified(ok(), form)  # the correct control still verifies
-    r = direct.verify(_case(ok())) if form == "whole-graph" else infer(_case(ok()))
-    cert = (certificate.whole_graph_certificate if form == "whole-graph" else certificate.per_operator_certificate)(r)
-    good, forged = tmp_path / "good.json", tmp_path / "forged.json"
-    good.write_text(json.dumps(cert))
-    assert all(x.ok for x in replay(str(good)))
-    forged.write_text(json.dumps(_transplant(cert, bug())))
-    results = replay(str(forged))
-    assert not all(x.ok for x in results), [x.detail for x in results]
+    forge.attack(bug(), ok(), form, tmp_path, _relate_y)
 
 
 def test_symbolic_truncation_is_refused_with_a_reason():
@@ -187,8 +157,7 @@ def test_low_precision_casts_verify_over_the_reals_and_replay_says_so(tmp_path):
     """float32 -> bfloat16 -> float32 is the identity over the reals; the claim says rounding is not modelled."""
     pair = _chain_pair("float32", [cast("bfloat16"), cast("float32")])
     path = tmp_path / "c.json"
-    path.write_text(json.dumps(certificate.whole_graph_certificate(direct.verify(_case(pair)))))
-    (result,) = replay(str(path))
+    (result,) = forge.replayed(forge.certify(pair, "whole-graph"), path)
     assert result.ok and "values over the reals; bfloat16 rounding not modelled" in result.shown
 
 
