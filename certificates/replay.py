@@ -74,6 +74,11 @@ def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefi
     return [prefix + line for line in out]
 
 
+def _text(x, n: int) -> str:
+    """``x`` as escaped text (no newline can start a line of its own), cut to ``n`` characters."""
+    return json.dumps(str(x))[1:-1][:n]
+
+
 def _spec_matches(claims: list, arts: dict, sha: dict, spec: tuple[str, set[str]]) -> ClaimResult:
     """``--spec``: every claim that names a spec names the auditor's (by sha256)."""
     named = [(c.get("id"), c.get("spec")) for c in claims if isinstance(c.get("spec"), str)]
@@ -177,7 +182,10 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
         if results[-1].ok:
             results[-1].shown = describe(claim, ev, arts, sha)
     if results and isinstance(cert["header"].get("provenance"), dict):   # shown, never checked: in no claim
-        results[0].shown.append(f"provenance (not checked): {json.dumps(cert['header']['provenance'])[:900]}")
+        prov = cert["header"]["provenance"]
+        parts = [f"{k}: " + (", ".join(f"{_text(n, 40)} {_text(x, 12)}" for n, x in list(v.items())[:8])
+                             if isinstance(v, dict) else _text(v, 80)) for k, v in list(prov.items())[:6]]
+        results[0].shown.append(f"provenance (not checked): {'; '.join(parts)}"[:900])
     if spec is not None:
         results.append(_spec_matches(claims, arts, sha, spec))
     return results
