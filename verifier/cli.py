@@ -251,7 +251,8 @@ def _write_cert(args: argparse.Namespace, cert: dict) -> None:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    """Kernel equivalence on the pairs of a corpus (or one launch description); CTA ``check_cta`` only."""
+    """Kernel equivalence on the pairs of a corpus (or one launch description): CTA ``check_cta``, or
+    every CTA with ``--grid``."""
     from pathlib import Path
 
     from .kernels.certificate import kernel_certificate, pair_claim
@@ -272,6 +273,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in pairs]
     if unknown:
         raise Malformed(args.launch or str(base / "pairs.json"), f"no pair named '{unknown[0]}'")
+    if args.grid:   # the same as "check_cta": "all" in the launch or pairs file
+        pairs = {n: {**pairs[n], "check_cta": "all"} for n in names}
     ok, words, certified = True, set(), []
     args.sources = [args.launch or str(base / "pairs.json")]
     for k, name in enumerate(names):
@@ -401,6 +404,8 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--check-expected", action="store_true",
                    help="exit 0 iff every verdict is the one pairs.json expects (else: iff all equivalent)")
     k.add_argument("--verbose", action="store_true", help="print the message of every pair")
+    k.add_argument("--grid", action="store_true", help="check every CTA of each launch (no two CTAs may write "
+                   "the same output byte): the claim is about the whole launch, not one CTA")
     k.set_defaults(run=cmd_kernels)
     o = sub.add_parser("ops", help="list the operator registry")
     o.set_defaults(run=cmd_ops)
