@@ -295,8 +295,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             certified.append(pair_claim(name, pairs[name], base, report))
     if args.emit_cert:
         if certified:
+            print(f"certificate: {len(certified)} equivalent pair(s)")
             _write_cert(args, kernel_certificate(certified))
-            print(f"certificate: {len(certified)} equivalent pair(s) written to {args.emit_cert}")
         else:
             print("certificate: not written (no pair was proved equivalent)")
     args.record.verdict = REFUTED if REFUTED in words else UNKNOWN if UNKNOWN in words else VERIFIED
