@@ -53,6 +53,15 @@ def replayed(cert: dict, path) -> list:
     return replay(str(path))
 
 
+def verdict(cert: dict, tmp_path) -> tuple[bool, str]:
+    """Replay ``cert``: (every claim accepted, the reasons); a malformed certificate is not accepted."""
+    try:
+        rs = replayed(cert, tmp_path / "c.json")
+    except CheckError as e:
+        return False, str(e)
+    return all(r.ok for r in rs), "; ".join(r.detail for r in rs)
+
+
 def attack(bug: Pair, ok: Pair, form: str, tmp_path, forge: Callable[[dict, Pair], dict]) -> None:
     """The bug is not verified, the control is and replays, and ``forge(control's certificate, bug)``
     is REJECTed by replay (or refused as malformed, e.g. evidence naming a tensor the bug lacks)."""

@@ -2,28 +2,17 @@
 backward block whose gradient vanishes where the forward depends on the input is not accepted."""
 
 import copy
-import json
 
 import pytest
 
 pytest.importorskip("torch")
 
-from certificates.errors import CheckError  # noqa: E402
-from certificates.replay import replay  # noqa: E402
 from verifier.train import template, template_blocks  # noqa: E402
 from verifier.train.template import TemplateCase, block_model, verify  # noqa: E402
 
+import forge  # noqa: E402
+
 SMALL = TemplateCase("small_2l_dp2_tp2_pp2_mb2", 2, 2, 2, 2, 2)
-
-
-def _replay(cert: dict, tmp_path) -> tuple[bool, str]:
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(cert))
-    try:
-        rs = replay(str(path))
-    except CheckError as e:
-        return False, str(e)
-    return all(r.ok for r in rs), "; ".join(r.detail for r in rs)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +28,7 @@ def cert(blocks):
 
 
 def test_control_verifies_and_replays_at_its_block_sizes(cert, tmp_path):
-    ok, detail = _replay(cert, tmp_path)
+    ok, detail = forge.verdict(cert, tmp_path)
     assert ok, detail
     assert cert["claims"][0]["dims"] | {} == {**cert["claims"][0]["dims"], "B": 1, "S": 2, "H": 4}
 
@@ -48,7 +37,7 @@ def test_control_verifies_and_replays_at_its_block_sizes(cert, tmp_path):
 def test_dims_the_blocks_never_saw_are_rejected(cert, dims, tmp_path):
     bad = copy.deepcopy(cert)
     bad["claims"][0]["dims"].update(dims)
-    ok, why = _replay(bad, tmp_path)
+    ok, why = forge.verdict(bad, tmp_path)
     assert not ok and "a block proves nothing about sizes it was not checked at" in why, why
 
 
@@ -106,5 +95,5 @@ def test_all_zero_backward_certificate_is_rejected(blocks, zero_bwd, tmp_path, m
     monkeypatch.setattr(template, "check_blocks", lambda *a: None)  # the engine's guard off: the old engine
     res = verify(SMALL, blocks=[zero_bwd if b.kind == "bwd" else b for b in blocks])
     assert res.ok
-    ok, why = _replay(res.cert, tmp_path)
+    ok, why = forge.verdict(res.cert, tmp_path)
     assert not ok and "not its backward" in why, why

@@ -3,16 +3,16 @@ parameters; a block of layer l that a rank runs after layer l's `opt` would read
 checker refuses it (it used to accept a loss metric recomputed after the update)."""
 
 import copy
-import json
 
 import pytest
 
 pytest.importorskip("torch")
 
-from certificates.errors import CheckError, Rejected  # noqa: E402
-from certificates.replay import replay  # noqa: E402
+from certificates.errors import Rejected  # noqa: E402
 from verifier.train import template_blocks  # noqa: E402
 from verifier.train.template import TemplateCase, block_model, check_wiring, verify  # noqa: E402
+
+import forge  # noqa: E402
 
 SMALL = TemplateCase("small_2l_dp2_tp2_pp2_mb2", 2, 2, 2, 2, 2)
 FWD = {"do": "for", "var": "l", "from": "p*L//pp", "to": "(p+1)*L//pp",
@@ -30,16 +30,6 @@ def cert():
     res = verify(SMALL, blocks=blocks)
     assert res.ok, res.reason
     return res.cert
-
-
-def _replay(cert: dict, tmp_path) -> tuple[bool, str]:
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(cert))
-    try:
-        rs = replay(str(path))
-    except CheckError as e:
-        return False, str(e)
-    return all(r.ok for r in rs), "; ".join(r.detail for r in rs)
 
 
 def _recompute_loss(cert: dict, after_update: bool) -> dict:
@@ -67,13 +57,13 @@ def test_block_after_its_update_is_refused(cert, tamper, why, tmp_path):
     bad = tamper(cert)
     with pytest.raises(Rejected, match=why):              # the engine's verdict: not VERIFIED
         check_wiring(bad["claims"][0])
-    ok, detail = _replay(bad, tmp_path)
+    ok, detail = forge.verdict(bad, tmp_path)
     assert not ok and why in detail, detail
 
 
 def test_controls_still_replay(cert, tmp_path):
-    assert _replay(cert, tmp_path)[0]
+    assert forge.verdict(cert, tmp_path)[0]
     before = _recompute_loss(cert, False)                 # recomputed before the update: R's loss, accepted
     check_wiring(before["claims"][0])
-    ok, detail = _replay(before, tmp_path)
+    ok, detail = forge.verdict(before, tmp_path)
     assert ok, detail
