@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 
 import torch
+from torch._subclasses import FakeTensorMode
 
 from .api import Capture
 from .convert import CaptureError, Converter, Input, dtype_name
@@ -33,7 +34,8 @@ def export_program(module: torch.nn.Module, inputs: dict, *, rank: int = 0, wher
 
     where = where or type(module).__name__
     specs = {k: as_spec(v) for k, v in inputs.items()}
-    example = {k: s.example() for k, s in specs.items()}
+    mode = FakeTensorMode(allow_non_fake_inputs=True)   # fake inputs: nothing allocated
+    example = {k: s.example(mode) for k, s in specs.items()}
     t0 = time.perf_counter()
     try:
         with traceable_collectives():

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from torch._subclasses import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from .convert import CaptureError, Converter, Input, RankProgram, dtype_name, ir_name
@@ -38,11 +39,10 @@ class InputSpec:
             return self.role
         return "activation" if self.dtype.is_floating_point else "index"
 
-    def example(self, device="cpu") -> torch.Tensor:
-        if self.dtype.is_floating_point:
-            return torch.zeros(self.shape, dtype=self.dtype, device=device)
-        lo = self.range[0] if self.range else 0
-        return torch.full(self.shape, lo, dtype=self.dtype, device=device)
+    def example(self, mode: FakeTensorMode, device="cpu") -> torch.Tensor:
+        """A fake tensor of this shape and dtype in ``mode``: nothing is allocated, at any size."""
+        with mode:
+            return torch.empty(self.shape, dtype=self.dtype, device=device)
 
 
 def as_spec(v) -> InputSpec:
@@ -139,14 +139,16 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         return outs + [g for g in grads if g is not None], [g is not None for g in grads]
 
     dmeta = {k: _dtensor_meta(p) for k, p in params + buffers if _dtensor_meta(p) is not None}
+    # One fake mode for every input: make_fx finds it in the example inputs and traces in it.
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
     example = [_local(p).detach() for _, p in params] + [_local(b).detach() for _, b in buffers]
-    example += [specs[k].example(device) for k in names_in]
-    example += [lspecs[k].example(device) for k in names_l]
+    example += [specs[k].example(mode, device) for k in names_in]
+    example += [lspecs[k].example(mode, device) for k in names_l]
     t0 = time.perf_counter()
     # Probe the forward once to learn the outputs (names and seed shapes).
     try:
-        with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True) as mode:
-            fake = [mode.from_tensor(x) for x in example]
+        with mode:
+            fake = [x if isinstance(x, torch._subclasses.FakeTensor) else mode.from_tensor(x) for x in example]
             with traceable_collectives(), torch.no_grad():
                 xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
                 with torch.nn.utils.stateless._reparametrize_module(
@@ -167,7 +169,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     if backward and loss is None:
         seed_specs = [(f"d_{nm}", InputSpec(tuple(o.shape), o.dtype, "gradient"))
                       for nm, o in zip(output_names, probe) if o.dtype.is_floating_point]
-        example += [s.example(device) for _, s in seed_specs]
+        example += [s.example(mode, device) for _, s in seed_specs]
     used = {}
 
     def traced(*flat):
