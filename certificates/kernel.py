@@ -205,6 +205,38 @@ def inf_minmax(op: str, f: list):
     return rest[0] if rest else Inf(ident)
 
 
+INF_MODS = {**dict.fromkeys(("add", "sub", "mul"), {"rn", "rz", "rm", "rp", "ftz"}),
+            **dict.fromkeys(("max", "min", "neg"), {"ftz"}), "ex2": {"approx", "ftz"}}
+
+
+def inf_arith(op: str, parts: list[str], f: list):
+    """``op`` (``.f32``) with an infinite operand where IEEE 754 fixes the result in every
+    rounding mode: ``max``/``min``; ``±inf ± x`` for a finite ``x``; ``neg``; ``±inf * c``
+    for a constant ``c != 0`` (or ``1/ln 2``); ``ex2(-inf) = +0``, ``ex2(+inf) = +inf``.
+    Anything else (``inf - inf``, ``0 * inf``: NaN; a sign that depends on a symbol;
+    ``.sat``, ``fma``) is a ValueError naming why."""
+    mods = parts[1:-1]
+    if op not in INF_MODS or parts[-1] != "f32" or not set(mods) <= INF_MODS[op] or len(set(mods)) < len(mods):
+        raise ValueError("an infinite operand (only max, min, add, sub, neg, mul and ex2 .f32 take ±inf)")
+    if op in ("max", "min"):
+        return inf_minmax(op, f)
+    s = [x.sign if isinstance(x, Inf) else 0 for x in f]
+    if op in ("neg", "ex2"):
+        return Inf(-s[0]) if op == "neg" else Inf(1) if s[0] > 0 else Rat.of(0)
+    if op in ("add", "sub"):
+        b = s[1] if op == "add" else -s[1]
+        if s[0] and b and s[0] != b:
+            raise ValueError("an infinite operand: inf - inf (NaN)")
+        return Inf(s[0] or b)
+    sign = 1
+    for x in f:
+        k = x.sign if isinstance(x, Inf) else 1 if (x - INV_LN2).is_zero() else x.constant()
+        if k is None or k == 0:
+            raise ValueError("an infinite operand times a symbolic value or zero (sign unknown, or NaN)")
+        sign = sign if k > 0 else -sign
+    return Inf(sign)
+
+
 def typed(v, ty: str):
     """A loaded or stored value as type ``ty``: raw integers become floats or wrap."""
     if type(v) is not int:
@@ -467,13 +499,18 @@ class Replay:
             self.put(o[0], th, self.val(th, o[1] if self.val(th, o[3], ins, "pred") else o[2], ins, ty))
         elif ty in FLOATS:
             f = [self.fval(th, x, ins) for x in o[1:]]
-            if any(isinstance(x, Inf) for x in f) and (op not in ("max", "min") or p[1:] not in (["f32"], ["ftz", "f32"])):
-                raise self.unsupported(ins, "an infinite operand (only max/min take ±inf)")
+            if any(isinstance(x, Inf) for x in f):
+                try:
+                    self.put(o[0], th, inf_arith(op, p, f))
+                except ValueError as e:
+                    raise self.unsupported(ins, str(e)) from None
+                th.pc += 1
+                return
             if op == "div" and f[1].is_zero():
                 raise self.err(th, ins, "division by zero")
             if op not in FLOAT_OPS:
                 raise self.unsupported(ins, "float instruction")
-            r = inf_minmax(op, f) if any(isinstance(x, Inf) for x in f) else FLOAT_OPS[op](f)
+            r = FLOAT_OPS[op](f)
             self.put(o[0], th, self.saturate(ins, r) if "sat" in p else r)
         elif ty == "pred":
             v = [bool(self.val(th, x, ins, "pred")) for x in o[1:]]

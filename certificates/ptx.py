@@ -359,8 +359,10 @@ def _var(text: str, ctx: _Ctx) -> Var:
         if d == "" and not extern:
             raise ctx.err("unsized array that is not extern")
         size = size * int(d) if d else 0
-    if init is not None and len(init) != size:
-        raise Unsupported(f"{ctx.file}:{ctx.line}: {len(init)} initial bytes for {size} in `{ctx.text}`")
+    if init is not None and len(init) > size:
+        raise ctx.err(f"{len(init)} initial bytes for {size}")
+    if init is not None:  # an incomplete initializer: the rest is zero (PTX ISA 5.4.4)
+        init += bytes(size - len(init))
     return Var(m.group("name"), space, ty, int(m.group("align") or TYPE_SIZE[ty]), size, extern, ctx.line, init)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_minmax, mul24, ring
+from certificates.kernel import BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_arith, mul24, ring
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -1107,9 +1107,10 @@ class CTA:
         op, ops = ins.op, ins.operands
         f = [self.fval(th, o, ins) for o in ops[1:]]
         if any(isinstance(x, Inf) for x in f):
-            if op not in ("max", "min") or ins.parts[1:] not in (["f32"], ["ftz", "f32"]):
-                raise self._unsupported(ins, "an infinite operand (only max/min take ±inf)")
-            self.setreg(th, ops[0], inf_minmax(op, f))
+            try:
+                self.setreg(th, ops[0], inf_arith(op, ins.parts, f))
+            except ValueError as e:
+                raise self._unsupported(ins, str(e)) from None
             return
         if op == "add":
             r = f[0] + f[1]

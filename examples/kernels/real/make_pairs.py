@@ -4,6 +4,10 @@ def side(f, e, grid, block, **kw):
     d = {"src": f"../src/real/{f}.cu", "ptx": f"../ptx/real/{f}.ptx", "entry": e, "grid": grid, "block": block}
     d.update(kw); return d
 T = lambda n, role, shape, dt="f32": {"name": n, "role": role, "dtype": dt, "shape": shape}
+S = lambda n, v: {"name": n, "role": "scalar", "dtype": "s32", "value": v}
+def triton(stem, e, grid, names, smem=0):  # smem: the compiler's metadata.shared (triton/VERSION)
+    d = {"src": "../triton/build_triton.py", "ptx": f"../triton/{stem}.ptx", "entry": e, "grid": grid, "block": [32,1,1], "params": names}
+    return {**d, "shared_bytes": smem} if smem else d
 pairs = [
  dict(name="int_sum", description="block sum of int data: serial vs shared-memory tree (exact modulo 2^32)",
       reference=side("int_sum", "int_sum_ref", [2,1,1], [1,1,1]), optimized=side("int_sum", "int_sum_tree", [2,1,1], [128,1,1]),
@@ -42,8 +46,27 @@ pairs = [
                  "grid": [2,1,1], "block": [32,1,1], "params": ["x","y","n","scratch","profile"]},
       params=[T("x","input",[128]), T("y","output",[128]), {"name":"n","role":"scalar","dtype":"s32","value":64},
               {"name":"scratch","role":"scalar","dtype":"s32","value":0}, {"name":"profile","role":"scalar","dtype":"s32","value":0}]),
+ dict(name="triton_layer_norm", description="Triton 3.9 layer norm forward (two tl.sum, sqrt, symbolic eps) vs a CUDA thread per row",
+      reference=side("layer_norm_ref", "layer_norm_ref", [2,1,1], [1,1,1], params=["x","w","b","y","n","eps"]),
+      optimized=triton("layer_norm", "layer_norm_fwd", [2,1,1], ["x","w","b","y","n","eps","scratch","profile"]),
+      params=[T("x","input",[96]), T("w","input",[48]), T("b","input",[48]), T("y","output",[96]), S("n",48),
+              {"name":"eps","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
+ *[dict(name=f"triton_matmul_{v}", description=f"Triton 3.9 tl.dot matmul, 16x16x16 tiles, {what} vs a CUDA thread per element",
+      reference=side("matmul_ref", "matmul_ref", [2,2,1], [16,16,1], params=["a","b","c","m","n","k"]),
+      optimized=triton(f"matmul_{v}", "matmul", [2,2,1], ["a","b","c","m","n","k","scratch","profile"], smem),
+      params=[T("a","input",[1024]), T("b","input",[1024]), T("c","output",[1024]), S("m",32), S("n",32), S("k",32),
+              S("scratch",0), S("profile",0)])
+   for v, smem, what in [("ieee", 2048, "fp32 inputs with input_precision='ieee' (FMA dot through shared memory)"),
+                         ("tf32", 1024, "fp32 inputs with the default TF32 precision (mma.sync m16n8k8 .tf32)"),
+                         ("pipelined", 4096, "'ieee', num_stages=3 (cp.async software pipeline)")]],
+ dict(name="triton_attn_fwd", description="Triton 3.9 flash-attention forward (online softmax from -inf, two tl.dot 'ieee', symbolic scale) vs a CUDA two-pass thread per row",
+      reference=side("attn_ref", "attn_ref", [2,1,1], [16,1,1], params=["q","k","v","o","n_ctx","scale"]),
+      optimized=triton("attn_fwd", "attn_fwd", [2,1,1], ["q","k","v","o","n_ctx","scale","scratch","profile"], 3072),
+      params=[T("q","input",[512]), T("k","input",[512]), T("v","input",[512]), T("o","output",[512]), S("n_ctx",32),
+              {"name":"scale","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
 ]
-REFUSED = {"softmax_expf": "cvt.sat.f32.f32"}
+REFUSED = {"softmax_expf": "cvt.sat.f32.f32", "triton_matmul_tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+           "triton_matmul_pipelined": "cp.async.ca.shared.global"}
 for p in pairs:
     p.update(check_cta=[0,0,0], expected={"verdict": "equivalent"})
     if p["name"] in REFUSED:
