@@ -135,9 +135,9 @@ def float_of_bits(b: int, width: int) -> Rat:
 
 
 class Inf:
-    """+inf or -inf (``0f7F800000`` / ``0fFF800000``): only the identity (or absorbing
-    element) of ``max``/``min``; it may be moved and selected, any other use is refused, so
-    no NaN or infinite result ever arises."""
+    """+inf or -inf (``0f7F800000`` / ``0fFF800000``): moved, selected, shuffled, and taken
+    only by the operations ``inf_arith`` decides exactly; any other use (a store, a
+    comparison, a conversion) is refused, so no NaN arises and no infinity leaves a kernel."""
 
     __slots__ = ("sign",)
 
