@@ -26,6 +26,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if isinstance(args.case, Case):   # the Python API's in-memory case
         case, args.sources = args.case, []
+    elif getattr(args, "spec", None):   # saved torch.export programs + a relation file
+        t0 = time.monotonic()
+        with args.progress.phase("load"):
+            case = _load_saved(args)
+        args.record.timing["capture_s"] = time.monotonic() - t0
+        args.sources = [os.path.abspath(p) for p in (args.relation, args.spec, *args.impl)]
     elif args.case.endswith(".py") and _defines(args.case, "make_template"):
         return _verify_template(args)
     else:
@@ -46,6 +52,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.staged:
         return _verify_staged(case, args, limits)
     return _verify_per_operator(case, args, limits)
+
+
+def _load_saved(args: argparse.Namespace):
+    """The case of ``--spec S.pt2 --impl R0.pt2 ... --relation REL.json`` (docs/cases.md)."""
+    try:
+        from .capture.saved_case import load_saved_case
+    except ImportError:
+        raise Malformed(args.spec, "reading .pt2 files needs PyTorch: install torch==2.13.0 "
+                                   "(docs/capture.md)") from None
+    return load_saved_case(args.spec, args.impl, args.relation)
 
 
 def _defines(path: str, name: str) -> bool:
@@ -374,7 +390,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="verify a case and optionally emit a certificate")
-    v.add_argument("case", help="case file (.json, or .py captured from PyTorch)")
+    v.add_argument("case", nargs="?", help="case file (.json, or .py captured from PyTorch); or give --spec, "
+                   "--impl and --relation")
+    v.add_argument("--spec", metavar="SPEC.pt2", help="the one-device program saved by torch.export.save")
+    v.add_argument("--impl", metavar="RANK.pt2", nargs="+", help="one saved program per rank, in rank order")
+    v.add_argument("--relation", metavar="REL.json", help="with --spec/--impl: relations and collective "
+                   "groups (docs/cases.md)")
     v.add_argument("--emit-cert", metavar="FILE", help="write the certificate here")
     v.add_argument("--engine", choices=("per-operator", "whole-graph"), default="per-operator",
                    help="per-operator inference of clean relations (default), or one whole-graph obligation")
@@ -461,7 +482,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command == "verify":
+        saved = (args.spec, args.impl, args.relation)
+        if args.case is not None and any(saved) or args.case is None and not all(saved):
+            p.error("verify takes a case file, or --spec, --impl and --relation (saved programs)")
+        args.case = args.case or args.relation   # the subject named in messages and records
     rec = execute(args)
     if getattr(args, "junitxml", None):
         try:
