@@ -55,6 +55,20 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK:
 
 
 @triton.jit
+def matmul_bcast(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B as ``matmul`` without tl.dot: a broadcast product summed over the K axis."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
+        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@triton.jit
 def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, sm_scale, D: tl.constexpr, BM: tl.constexpr,
              BN: tl.constexpr):
     """Flash-attention forward, one head: BM query rows per program, online softmax over BN keys."""
@@ -90,6 +104,7 @@ KERNELS = {
     "matmul_ieee": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 1),
     "matmul_tf32": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "tf32"}, 1),
     "matmul_pipelined": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 3),
+    "matmul_bcast": (matmul_bcast, {k: v for k, v in MM.items() if k != "PREC"}, {"BM": 16, "BN": 16, "BK": 8}, 1),
     "attn_fwd": (attn_fwd, {"q_ptr": F32, "k_ptr": F32, "v_ptr": F32, "o_ptr": F32, "n_ctx": I32,
                             "sm_scale": "fp32", "D": "constexpr", "BM": "constexpr", "BN": "constexpr"},
                  {"D": 16, "BM": 16, "BN": 16}, 1),
