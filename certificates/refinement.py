@@ -77,9 +77,9 @@ def _check_ranges(rel: Relation, spec: Graph, impl: Graph, where: str) -> None:
         if not spec.tensors[name].is_int:
             continue
         for t in exprs:
-            if _sums(t):
-                raise Malformed(f"{where}: relation of '{name}'", f"{t} sums integer tensors "
-                                "(a sum does not carry the spec's range)")
+            if _uses(t, ("sum", "mean", "scale")):
+                raise Malformed(f"{where}: relation of '{name}'", f"{t} sums or scales integer tensors "
+                                "(that does not carry the spec's range)")
             for r in terms.refs(t):
                 want, got = value_range(spec.tensors[name]), value_range(impl.tensors[r])
                 if got != want:
@@ -93,8 +93,8 @@ def _check_ranges(rel: Relation, spec: Graph, impl: Graph, where: str) -> None:
                                    "would be declared by the impl alone")
 
 
-def _sums(t: terms.Term) -> bool:
-    return isinstance(t, terms.Call) and (t.fn == "sum" or any(_sums(a) for a in t.args))
+def _uses(t: terms.Term, fns: tuple[str, ...]) -> bool:
+    return isinstance(t, terms.Call) and (t.fn in fns or any(_uses(a, fns) for a in t.args))
 
 
 def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, Tensor], object],
@@ -127,11 +127,12 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
         for r in terms.refs(first):  # conservatively: every element of a defining tensor
             taken.update(range(offset[r], offset[r] + impl_env[r].size))
         for t in rest:
-            elements = list(_labels(t, impl, offset).ravel())
-            problem = _binding_problem(elements, taken, flat)
+            c, u = terms.factor(t)  # t = c * u with c != 0: u is bound to value / c; a scale inside u is not
+            elements = [] if _uses(u, ("scale", "mean")) else list(_labels(u, impl, offset).ravel())
+            problem = _binding_problem(elements, taken, flat) if elements else "scales a part of a move or sum"
             if problem is not None and strict:
                 raise Unsupported(f"relation of '{name}': {t} {problem}")
-            for labs, val in zip(elements, spec_env[name].ravel()):
+            for labs, val in zip(elements, spec_env[name].ravel() * (1 / c) if c != 1 else spec_env[name].ravel()):
                 free = [lab for lab in labs if lab not in taken]
                 if not free or len(set(labs)) != len(labs):
                     continue  # this element's equation is left out (weaker hypothesis)

@@ -140,6 +140,8 @@ def _term(C: Constraints, t: terms.Term, path: str, shape) -> list[Axis]:
     """Axes of a clean expression's value: leaves are impl axes, every call makes new ones."""
     if isinstance(t, terms.Ref):
         return _axes("impl", t.name, len(shape(t.name)))
+    if t.fn in ("scale", "mean"):  # its constant is not rescaled with the sizes
+        raise Unjustified(f"{path}: {t.fn} (a scaled relation) is not supported by shape reduction")
     args = [_term(C, s, f"{path}.{k}", shape) for k, s in enumerate(t.args)]
     sizes = terms.infer_shape(t, shape)
     out = _axes("term", path, len(sizes))

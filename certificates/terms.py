@@ -1,12 +1,13 @@
 """Clean expressions (grammar: docs/clean-expressions.md): parse, print, infer shapes, evaluate.
 
-Functions move or sum values, never compute them: ``concat``, ``slice``, ``pad`` (zeros),
-``permute``, ``transpose``, ``reshape`` and ``sum`` (over ranks)."""
+Functions move or sum values: ``concat``, ``slice``, ``pad`` (zeros), ``permute``, ``transpose``,
+``reshape``, ``sum`` (over ranks); ``scale`` and ``mean`` multiply by a non-zero rational constant."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -47,6 +48,8 @@ FUNCTIONS: dict[str, tuple[int, int | None, tuple[str, ...], tuple[str, ...]]] =
     "transpose": (1, 1, ("dim0", "dim1"), ()),
     "reshape": (1, 1, ("shape",), ()),
     "sum": (1, None, (), ()),
+    "scale": (1, 1, ("num", "den"), ()),
+    "mean": (1, None, (), ()),
 }
 _LIST_KEYS = {"dims", "shape"}  # every other key takes an integer
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]+)|(\S))")
@@ -184,10 +187,15 @@ def _apply(t: Call, xs: list, ops: dict):
         if any(not isinstance(v, int) or v < 0 for v in s) or int(np.prod(s)) != int(np.prod(s0)):
             raise TermError(f"cannot reshape {list(s0)} to {list(s)}")
         return ops["reshape"](x, s)
-    for y in xs[1:]:  # sum
+    if t.fn == "scale":
+        c = Fraction(kw["num"], kw["den"]) if kw["den"] >= 1 else Fraction(0)
+        if not c or (c.numerator, c.denominator) != (kw["num"], kw["den"]):
+            raise TermError(f"scale {kw['num']}/{kw['den']}: needs num != 0, den >= 1, in lowest terms")
+        return ops["scale"](x, c)
+    for y in xs[1:]:  # sum, mean
         if shape_of(y) != s0:
-            raise TermError(f"sum of shapes {[list(shape_of(z)) for z in xs]}")
-    return ops["sum"](xs)
+            raise TermError(f"{t.fn} of shapes {[list(shape_of(z)) for z in xs]}")
+    return ops["sum"](xs) if t.fn == "sum" else ops["scale"](ops["sum"](xs), Fraction(1, len(xs)))
 
 
 def shape_of(x) -> Shape:
@@ -224,6 +232,7 @@ _SHAPE_OPS = {
     "transpose": lambda x, p: tuple(x[i] for i in p),
     "reshape": lambda x, s: s,
     "sum": lambda xs: xs[0],
+    "scale": lambda x, c: x,
 }
 _EVAL_OPS = {
     "concat": lambda xs, d: np.concatenate(xs, axis=d),
@@ -232,7 +241,16 @@ _EVAL_OPS = {
     "transpose": np.transpose,
     "reshape": np.reshape,
     "sum": lambda xs: _array(sum(xs[1:], xs[0])),
+    # exact on rationals and symbolic values; numeric (float) runs only propose candidates
+    "scale": lambda x, c: x * float(c) if x.dtype.kind == "f" else _array(np.frompyfunc(lambda e: e * c, 1, 1)(x)),
 }
+
+
+def factor(t: Term) -> tuple[Fraction, Term]:
+    """``(c, u)`` with ``t = c * u``: a ``scale`` or ``mean`` at the top of ``t`` taken out (else ``c = 1``)."""
+    if isinstance(t, Call) and t.fn in ("scale", "mean"):
+        return (Fraction(*dict(t.kw).values()), t.args[0]) if t.fn == "scale" else (Fraction(1, len(t.args)), Call("sum", t.args, ()))
+    return Fraction(1), t
 
 
 def infer_shape(t: Term, shape: Callable[[str], Shape]) -> Shape:

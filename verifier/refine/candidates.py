@@ -4,7 +4,8 @@ Both graphs are run once on random inputs that satisfy the input relation. A spe
 tensor's candidates are the clean expressions over impl tensors of the explored
 region whose values equal it: an impl tensor itself, the concatenation of one
 tensor's copies across a group along some dim, their sum, or a slice of one
-tensor. Values only *propose*: every candidate is then proved symbolically, so a
+tensor; failing those, any of these times a rational constant (``scale``: a local mean
+against a global one). Values only *propose*: every candidate is then proved symbolically, so a
 coincidence costs a failed proof, never a wrong verdict.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import defaultdict
+from fractions import Fraction
 
 import numpy as np
 
@@ -60,7 +62,25 @@ class Index:
             out = self.match(self._nested(region, want.size), want)
         if not out:  # a slice is the last resort: it only covers part of a tensor (padded vocabularies)
             out = self._slices(want, region)
+        if not out and not is_int:
+            out = self._scaled(region, want)
         return self._simplest(out)
+
+    def _scaled(self, region: set[str], want: np.ndarray) -> list[terms.Term]:
+        """``scale(e, k)`` for a base ``e`` equal to ``want / k``, ``k`` a small rational read off the
+        largest magnitudes (either sign); the checker re-checks ``k`` exactly."""
+        top, out = float(np.abs(want).max(initial=0.0)), []
+        for t, v in list(self._bases(region, want.size, lambda names: True)):
+            big = float(np.abs(np.asarray(v, dtype=float)).max(initial=0.0))
+            for k in {Fraction(sign * top / big).limit_denominator(1 << 12) for sign in (1, -1)} if big and top else ():
+                if k in (0, 1) or abs(abs(float(k)) * big - top) > 1e-9 * top:
+                    continue
+                self.aim(want / float(k))
+                for e in self.match([(t, v)], want / float(k)):
+                    mean = isinstance(e, terms.Call) and e.fn == "sum" and k == Fraction(1, len(e.args))
+                    out.append(_call("mean", e.args) if mean else _call("scale", [e], num=k.numerator, den=k.denominator))
+        self.aim(want)
+        return out
 
     def aim(self, want: np.ndarray) -> None:
         """Remember what ``want`` holds: its grand total and its sorted values."""
@@ -100,6 +120,9 @@ class Index:
         return list(by_placement.values())
 
     def _placement(self, t: terms.Term) -> tuple:
+        k, t = terms.factor(t)
+        if k != 1:
+            return (k,) + self._placement(t)
         if isinstance(t, terms.Ref):
             return (t.name,)
         if all(self.impl.tensors[r].shape == () for r in terms.refs(t)):
@@ -124,17 +147,19 @@ class Index:
             tot += self.totals[n]
         return abs(tot - self.want[0]) <= self.want[1]
 
-    def _bases(self, region: set[str], numel: int):
-        """(expression, value) pairs with ``numel`` elements: tensors, and copies concatenated or summed."""
+    def _bases(self, region: set[str], numel: int, fits=None):
+        """(expression, value) pairs with ``numel`` elements: tensors, and copies concatenated or
+        summed, whose grand total ``fits`` (default: the wanted one)."""
+        fits = fits or self.total_fits
         for t in sorted(region):
             v = self.values.get(t)
-            if v is not None and v.size == numel and self.total_fits([t]):
+            if v is not None and v.size == numel and fits([t]):
                 yield terms.Ref(t), v
         for stem in sorted({base(t)[0] for t in region}):
             copies = self.by_base.get(stem, {})
             for g in self.groups:
                 names = [copies.get(r) for r in g]
-                if any(n is None or n not in region for n in names) or not self.total_fits(names):
+                if any(n is None or n not in region for n in names) or not fits(names):
                     continue
                 vals = [self.values[n] for n in names]
                 if any(v.ndim != vals[0].ndim for v in vals) or sum(v.size for v in vals) < numel:

@@ -254,7 +254,7 @@ def propagated(v: Node, out: str, rel: dict, region, index: Index, want) -> list
     guesses = {}
     index.aim(want)
     for g, leaves in renames(v, out, rel, region):
-        if not index.total_fits(leaves):
+        if terms.factor(g)[0] == 1 and not index.total_fits(leaves):
             continue   # every variant sums or moves the same elements: same grand total
         for guess in variants(g, want.ndim):
             try:
