@@ -28,6 +28,7 @@ Mono = tuple  # tuple[tuple[str, int], ...]
 Key = tuple   # (Mono, expo poly key)
 ONE_KEY: Key = ((), ())
 MAX_TERMS = 50_000
+LAZY_LONG, LAZY_SHORT = 16, 4   # Poly.add: a sum of these sizes is built lazily
 MAX_EXPONENT = 64   # |k| of a power of a symbolic value (each step is one product)
 
 # Atom name -> (function, argument values); variables are atoms absent from this table.
@@ -123,13 +124,46 @@ def _accumulate(d: dict, k, c) -> None:
 
 
 class Poly:
-    """Sparse polynomial: ``{term key: Q}`` with no zero coefficients."""
+    """Sparse polynomial: ``{term key: Q}`` with no zero coefficients.
 
-    __slots__ = ("t", "_k")
+    The sum of a long polynomial and a short one (a dot product growing term by term) is
+    lazy: ``_up = (base, log, n)``, the first ``n`` entries of an append-only log of the
+    short operands added to ``base``, and ``t`` is built on first use by replaying
+    ``add`` on one private dict (the same dict, insertion order included, as eager
+    additions). n additions cost O(n) instead of O(n^2) copies."""
+
+    __slots__ = ("_t", "_k", "_up")
 
     def __init__(self, t: dict | None = None) -> None:
-        self.t: dict = t if t is not None else {}
+        self._t: dict | None = t if t is not None else {}
         self._k: tuple | None = None
+        self._up: tuple | None = None
+
+    @property
+    def t(self) -> dict:
+        if self._up is not None:
+            self._force()
+        return self._t
+
+    def __reduce__(self):
+        return Poly, (self.t,)
+
+    def _force(self) -> None:
+        """Replay the log: per addition a header ``len << 2 | negated << 1 | left operand``,
+        then the short operand's keys and coefficients."""
+        base, log, n = self._up
+        d, i = dict(base._t), 0
+        while i < n:
+            h = log[i]
+            m, neg, j, i = h >> 2, h & 2, i + 1, i + 1 + 2 * (h >> 2)
+            if (len(d) <= m) if h & 1 else (not neg and m > len(d)):   # eager add copies the other side
+                d, old = dict(zip(log[j:i:2], log[j + 1:i:2])), d
+                for k, c in old.items():
+                    _accumulate(d, k, c)
+                continue
+            for j in range(j, i, 2):
+                _accumulate(d, log[j], -log[j + 1] if neg else log[j + 1])
+        self._t, self._up = d, None
 
     @staticmethod
     def const(c) -> "Poly":
@@ -148,11 +182,24 @@ class Poly:
         return not self.t
 
     def constant(self):
-        if not self.t:
+        t = self.t
+        if not t:
             return Q(0)
-        return self.t[ONE_KEY] if len(self.t) == 1 and ONE_KEY in self.t else None
+        return t[ONE_KEY] if len(t) == 1 and ONE_KEY in t else None
 
     def add(self, o: "Poly", sign: int = 1) -> "Poly":
+        for long, short, left in ((self, o, 0), (o, self, 1)):
+            if short._up is None and len(short._t) <= LAZY_SHORT and (sign == 1 or not left) \
+                    and (long._up is not None or len(long._t) >= LAZY_LONG):
+                base, log, n = long._up or (long, [], 0)
+                if len(log) != n:                # a shared prefix: extend a copy
+                    log = log[:n]
+                log.append(len(short._t) << 2 | (sign != 1) << 1 | left)
+                for kc in short._t.items():
+                    log.extend(kc)
+                p = Poly(None)
+                p._t, p._up = None, (base, log, len(log))
+                return p
         a, b = self.t, o.t
         if sign == 1 and len(b) > len(a):  # copy the larger, walk the smaller
             a, b = b, a

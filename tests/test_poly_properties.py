@@ -355,3 +355,58 @@ def test_exponent_keys_are_interned_and_equal_plain_keys(a):
     assert str(raw) == str(e) and raw.equals(e) and (raw - e).is_zero()
     assert (raw * apply("exp", -a)).equals(Rat.of(1)) and str(raw + e) == str(2 * e)
     assert str(pickle.loads(pickle.dumps(e * x))) == str(e * x)
+
+
+def _eager_add(a: dict, b: dict, sign: int) -> dict:
+    """``Poly.add`` without laziness (the algorithm the lazy log replays)."""
+    if sign == 1 and len(b) > len(a):
+        a, b = b, a
+    d = dict(a)
+    for k, c in b.items():
+        if v := d.get(k, 0) + (c if sign == 1 else -c):
+            d[k] = v
+        else:
+            d.pop(k, None)
+    return d
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 6), st.sampled_from([1, -1]), st.booleans(),
+                          st.integers(0, 5)), min_size=1, max_size=80))
+def test_lazy_sums_equal_eager_sums(steps):
+    """Lazy dot-product sums (``Poly.add``'s log) give the eager dicts, insertion order included,
+    whichever operand is long, with cancellations, subtractions and shared prefixes."""
+    from certificates.poly import Poly
+    vals = [Poly({((("v0", 1), ("w", i)), ()): Q(1) for i in range(20)})]
+    ref = [dict(vals[0].t)]
+    for seed, size, sign, left, back in steps:
+        short = {((("v%d" % ((seed + i) % 9), 1), ("w", i)), ()): Q(seed - 15 or 1, i + 1) for i in range(size)}
+        j = max(0, len(vals) - 1 - back)          # extend an older value too: a shared log prefix
+        s = Poly(dict(short))
+        got = s.add(vals[j], 1) if left and sign == 1 else vals[j].add(s, sign)
+        want = _eager_add(short, ref[j], 1) if left and sign == 1 else _eager_add(ref[j], short, sign)
+        if len(vals) == 1:
+            assert (got._up is not None) == (size <= 4)   # the lazy path is taken
+        vals.append(got)
+        ref.append(want)
+    for p, d in zip(vals, ref):
+        assert list(p.t.items()) == list(d.items())
+
+
+def test_lazy_sum_after_cancellation_keeps_eager_order():
+    """A lazy chain that cancels down to a few terms, then grows from the left and the right:
+    the forced dict is the eager one at every size tie (which operand ``add`` copies)."""
+    from certificates.poly import Poly
+
+    def mono(i: int) -> dict:
+        return {((("x", 1), ("w", i)), ()): Q(1)}
+    p, ref = Poly({k: c for i in range(16) for k, c in mono(i).items()}), None
+    ref = dict(p.t)
+    for i in range(0, 16, 4):
+        q = {k: c for j in range(i, i + 4) for k, c in mono(j).items()}
+        p, ref = p.add(Poly(q), -1), _eager_add(ref, q, -1)
+    for i, left in ((20, True), (21, True), (22, False), (23, True), (24, False)):
+        q = mono(i)
+        p, ref = (Poly(q).add(p), _eager_add(q, ref, 1)) if left else (p.add(Poly(q)), _eager_add(ref, q, 1))
+        assert p._up is not None
+    assert list(p.t.items()) == list(ref.items()) and len(ref) == 5
