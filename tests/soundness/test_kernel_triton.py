@@ -12,8 +12,8 @@ import json
 import pytest
 
 from certificates.replay import replay
-from test_kernel_reach import (COPY, LITERAL, LOOKUP, NEG_INF, POS_INF, STORE, certify, entry, forged, kernel,
-                               rejected, with_ptx)
+from test_kernel_reach import (COPY, LITERAL, LOOKUP, NEG_INF, POS_INF, STORE, TENSORS, certify, entry, forged,
+                               kernel, rejected, with_ptx)
 from verifier.kernels.equiv import CORPUS, check_pair, load_pairs
 
 REAL = CORPUS / "real"
@@ -140,3 +140,32 @@ def test_flash_attention_without_the_rescale(tmp_path):
     assert check_pair(e, tmp_path).verdict == "not-equivalent"
     rejected(forged(tmp_path, e), tmp_path, "differs")
     rejected(with_ptx(cert, bad), tmp_path, "normal form")
+
+
+# ------------------------------------------------------------------ every lane stores one value to one slot
+
+SLOT = ".shared .align 4 .b8 slot[4];"
+X0 = "\tld.global.f32 %f3, [%rd1];\n" + STORE                                   # out[i] = x[0]
+
+
+def one_slot(value: str = "%f4", guard: str = "") -> str:
+    """Threads (``guard``: %p1 thread 0, %p2 lane 0) store ``value`` (x[0] in %f4) to ``slot``,
+    then every thread reads it back."""
+    return ("\tld.global.f32 %f4, [%rd1];\n\tmov.u64 %rd11, slot;\n\tsetp.eq.u32 %p1, %r1, 0;\n"
+            "\tand.b32 %r6, %r1, 31;\n\tsetp.eq.u32 %p2, %r6, 0;\n"
+            f"\t{guard}st.shared.f32 [%rd11], {value};\n\tbar.sync 0;\n\tld.shared.f32 %f3, [%rd11];\n" + STORE)
+
+
+@pytest.mark.parametrize("body, threads, verdict", [
+    (one_slot(), 32, "unsupported"),          # Triton's cross-warp reduction: refused, not a bug, not a proof
+    (one_slot(value="%f1"), 32, "racy"),      # lanes store different values: a race
+    (one_slot(guard="@%p2 "), 64, "racy"),    # the same value from lane 0 of two warps: a race
+])
+def test_lanes_storing_one_value_to_one_slot(tmp_path, body, threads, verdict):
+    params = [{**t, "shape": [threads]} for t in TENSORS]
+    e = entry(tmp_path, kernel(X0), kernel(one_slot(guard="@%p1 "), shared=SLOT), params, threads=threads)
+    cert = certify(tmp_path, e)                                                  # control: only thread 0 stores
+    bad = kernel(body, shared=SLOT)
+    r = check_pair(entry(tmp_path, kernel(X0), bad, params, threads=threads), tmp_path)
+    assert r.verdict == verdict, r.message
+    rejected(with_ptx(cert, bad), tmp_path, "race")

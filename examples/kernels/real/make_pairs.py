@@ -5,8 +5,8 @@ def side(f, e, grid, block, **kw):
     d.update(kw); return d
 T = lambda n, role, shape, dt="f32": {"name": n, "role": role, "dtype": dt, "shape": shape}
 S = lambda n, v: {"name": n, "role": "scalar", "dtype": "s32", "value": v}
-def triton(stem, e, grid, names, smem=0):  # smem: the compiler's metadata.shared (triton/VERSION)
-    d = {"src": "../triton/build_triton.py", "ptx": f"../triton/{stem}.ptx", "entry": e, "grid": grid, "block": [32,1,1], "params": names}
+def triton(stem, e, grid, names, smem=0, warps=1):  # smem: the compiler's metadata.shared (triton/VERSION)
+    d = {"src": "../triton/build_triton.py", "ptx": f"../triton/{stem}.ptx", "entry": e, "grid": grid, "block": [32*warps,1,1], "params": names}
     return {**d, "shared_bytes": smem} if smem else d
 pairs = [
  dict(name="int_sum", description="block sum of int data: serial vs shared-memory tree (exact modulo 2^32)",
@@ -51,6 +51,11 @@ pairs = [
       optimized=triton("layer_norm", "layer_norm_fwd", [2,1,1], ["x","w","b","y","n","eps","scratch","profile"]),
       params=[T("x","input",[96]), T("w","input",[48]), T("b","input",[48]), T("y","output",[96]), S("n",48),
               {"name":"eps","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
+ dict(name="triton_layer_norm_warps2", description="the Triton layer norm with num_warps=2: every lane of a warp stores the warp's partial sum to one shared slot (cross-warp reduction)",
+      reference=side("layer_norm_ref", "layer_norm_ref", [2,1,1], [1,1,1], params=["x","w","b","y","n","eps"]),
+      optimized=triton("layer_norm_warps2", "layer_norm_fwd", [2,1,1], ["x","w","b","y","n","eps","scratch","profile"], 8, 2),
+      params=[T("x","input",[96]), T("w","input",[48]), T("b","input",[48]), T("y","output",[96]), S("n",48),
+              {"name":"eps","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
  *[dict(name=f"triton_matmul_{v}", description=f"Triton 3.9 tl.dot matmul, 16x16x16 tiles, {what} vs a CUDA thread per element",
       reference=side("matmul_ref", "matmul_ref", [2,2,1], [16,16,1], params=["a","b","c","m","n","k"]),
       optimized=triton(f"matmul_{v}", "matmul", [2,2,1], ["a","b","c","m","n","k","scratch","profile"], smem),
@@ -71,7 +76,8 @@ pairs = [
               {"name":"scale","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
 ]
 REFUSED = {"softmax_expf": "cvt.sat.f32.f32", "triton_matmul_tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-           "triton_matmul_pipelined": "cp.async.ca.shared.global"}
+           "triton_matmul_pipelined": "cp.async.ca.shared.global",
+           "triton_layer_norm_warps2": "of one warp store the same value to shared global_smem+0"}
 for p in pairs:
     p.update(check_cta=[0,0,0], expected={"verdict": "equivalent"})
     if p["name"] in REFUSED:

@@ -95,29 +95,32 @@ def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, sm_scale, D: tl.constexpr, BM: t
 F32, I32 = "*fp32", "i32"
 MM = {"a_ptr": F32, "b_ptr": F32, "c_ptr": F32, "M": I32, "N": I32, "K": I32, "BM": "constexpr",
       "BN": "constexpr", "BK": "constexpr", "PREC": "constexpr"}
-# file stem: (kernel, signature, constexprs, num_stages); one warp each, fp fusion on (fma.rn)
+# file stem: (kernel, signature, constexprs, num_stages, num_warps); fp fusion on (fma.rn)
+LN = {"x_ptr": F32, "w_ptr": F32, "b_ptr": F32, "y_ptr": F32, "n_cols": I32, "eps": "fp32", "BLOCK": "constexpr"}
 KERNELS = {
     "softmax_rows": (softmax_rows, {"x_ptr": F32, "y_ptr": F32, "n_cols": I32, "BLOCK": "constexpr"},
-                     {"BLOCK": 64}, 3),
-    "layer_norm": (layer_norm_fwd, {"x_ptr": F32, "w_ptr": F32, "b_ptr": F32, "y_ptr": F32, "n_cols": I32,
-                                    "eps": "fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}, 3),
-    "matmul_ieee": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 1),
-    "matmul_tf32": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "tf32"}, 1),
-    "matmul_pipelined": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 3),
-    "matmul_bcast": (matmul_bcast, {k: v for k, v in MM.items() if k != "PREC"}, {"BM": 16, "BN": 16, "BK": 8}, 1),
+                     {"BLOCK": 64}, 3, 1),
+    "layer_norm": (layer_norm_fwd, LN, {"BLOCK": 64}, 3, 1),
+    "layer_norm_warps2": (layer_norm_fwd, LN, {"BLOCK": 64}, 3, 2),
+    "matmul_ieee": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 1, 1),
+    "matmul_tf32": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "tf32"}, 1, 1),
+    "matmul_pipelined": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 3, 1),
+    "matmul_bcast": (matmul_bcast, {k: v for k, v in MM.items() if k != "PREC"}, {"BM": 16, "BN": 16, "BK": 8}, 1,
+                     1),
     "attn_fwd": (attn_fwd, {"q_ptr": F32, "k_ptr": F32, "v_ptr": F32, "o_ptr": F32, "n_ctx": I32,
                             "sm_scale": "fp32", "D": "constexpr", "BM": "constexpr", "BN": "constexpr"},
-                 {"D": 16, "BM": 16, "BN": 16}, 1),
+                 {"D": 16, "BM": 16, "BN": 16}, 1, 1),
 }
 
 
 def main() -> None:
-    lines = [f"triton {triton.__version__}, GPUTarget('cuda', 80, 32), num_warps=1, enable_fp_fusion=True"]
-    for stem, (fn, sig, consts, stages) in KERNELS.items():
+    lines = [f"triton {triton.__version__}, GPUTarget('cuda', 80, 32), enable_fp_fusion=True"]
+    for stem, (fn, sig, consts, stages, warps) in KERNELS.items():
         k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", 80, 32),
-                           options={"num_warps": 1, "num_stages": stages, "enable_fp_fusion": True})
+                           options={"num_warps": warps, "num_stages": stages, "enable_fp_fusion": True})
         (HERE / f"{stem}.ptx").write_text(k.asm["ptx"])
-        lines.append(f"{stem}.ptx: {fn.__name__} {consts} num_stages={stages} shared_bytes={k.metadata.shared}")
+        lines.append(f"{stem}.ptx: {fn.__name__} {consts} num_stages={stages} num_warps={warps} "
+                     f"shared_bytes={k.metadata.shared}")
         print(f"wrote {HERE / stem}.ptx (entry {k.metadata.name})")
     (HERE / "VERSION").write_text("\n".join(lines) + "\n")
 
