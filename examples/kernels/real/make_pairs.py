@@ -74,6 +74,11 @@ pairs = [
       optimized=triton("attn_fwd", "attn_fwd", [2,1,1], ["q","k","v","o","n_ctx","scale","scratch","profile"], 3072),
       params=[T("q","input",[512]), T("k","input",[512]), T("v","input",[512]), T("o","output",[512]), S("n_ctx",32),
               {"name":"scale","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
+ dict(name="triton_attn_fwd_warps2", description="the Triton flash-attention forward with num_warps=2 and 32 query rows per program (tl.dot layouts across two warps) vs the CUDA two-pass thread per row",
+      reference=side("attn_ref", "attn_ref", [2,1,1], [32,1,1], params=["q","k","v","o","n_ctx","scale"]),
+      optimized=triton("attn_fwd_warps2", "attn_fwd", [2,1,1], ["q","k","v","o","n_ctx","scale","scratch","profile"], 5120, 2),
+      params=[T("q","input",[1024]), T("k","input",[512]), T("v","input",[512]), T("o","output",[1024]), S("n_ctx",32),
+              {"name":"scale","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
 ]
 REFUSED = {"softmax_expf": "cvt.sat.f32.f32", "triton_matmul_tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
            "triton_matmul_pipelined": "cp.async.ca.shared.global",

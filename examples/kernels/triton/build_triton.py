@@ -96,6 +96,8 @@ F32, I32 = "*fp32", "i32"
 MM = {"a_ptr": F32, "b_ptr": F32, "c_ptr": F32, "M": I32, "N": I32, "K": I32, "BM": "constexpr",
       "BN": "constexpr", "BK": "constexpr", "PREC": "constexpr"}
 # file stem: (kernel, signature, constexprs, num_stages, num_warps); fp fusion on (fma.rn)
+ATTN = {"q_ptr": F32, "k_ptr": F32, "v_ptr": F32, "o_ptr": F32, "n_ctx": I32, "sm_scale": "fp32", "D": "constexpr",
+        "BM": "constexpr", "BN": "constexpr"}
 LN = {"x_ptr": F32, "w_ptr": F32, "b_ptr": F32, "y_ptr": F32, "n_cols": I32, "eps": "fp32", "BLOCK": "constexpr"}
 KERNELS = {
     "softmax_rows": (softmax_rows, {"x_ptr": F32, "y_ptr": F32, "n_cols": I32, "BLOCK": "constexpr"},
@@ -107,9 +109,8 @@ KERNELS = {
     "matmul_pipelined": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 3, 1),
     "matmul_bcast": (matmul_bcast, {k: v for k, v in MM.items() if k != "PREC"}, {"BM": 16, "BN": 16, "BK": 8}, 1,
                      1),
-    "attn_fwd": (attn_fwd, {"q_ptr": F32, "k_ptr": F32, "v_ptr": F32, "o_ptr": F32, "n_ctx": I32,
-                            "sm_scale": "fp32", "D": "constexpr", "BM": "constexpr", "BN": "constexpr"},
-                 {"D": 16, "BM": 16, "BN": 16}, 1, 1),
+    "attn_fwd": (attn_fwd, ATTN, {"D": 16, "BM": 16, "BN": 16}, 1, 1),
+    "attn_fwd_warps2": (attn_fwd, ATTN, {"D": 16, "BM": 32, "BN": 16}, 1, 2),
 }
 
 
