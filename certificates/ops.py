@@ -1,11 +1,6 @@
-"""Operator registry: shape rules, element semantics and shape-reduction rules.
-
-``run(xs, a)`` works on numpy arrays of any element type: ``object`` arrays of ``Rat``
-(symbolic, for obligations), floats (numeric, for tests and counterexamples) and ints/bools
-(indices and masks, always concrete: the checker enumerates integer inputs). ``a`` holds
-the node's attributes plus ``_symbolic`` and, for collectives, ``_group`` (global ranks in
-member order). Shape-reduction rules are in certificates/rules.py.
-"""
+"""Operator registry: shape rules and element semantics (docs/ir.md), on arrays of ``Rat`` (symbolic),
+``Box`` (witnesses), floats (numeric) or ints/bools (always concrete). ``run(xs, a)``: ``a`` holds the
+attributes, ``_symbolic`` and for collectives ``_group`` (global ranks in member order)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .dtypes import bounds, cast, to_real
-from .poly import MAX_EXPONENT, Rat, apply, to_fraction
+from .box import call
+from .poly import MAX_EXPONENT, Rat, to_fraction
 
 REQ = object()  # marks a required attribute
 Shape = tuple[int, ...]
@@ -58,10 +54,6 @@ def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Ca
             REGISTRY[n] = o
         return run
     return deco
-
-
-def lookup(target: str) -> Op | None:
-    return REGISTRY.get(target)
 
 
 # ---------------------------------------------------------------- helpers
@@ -118,7 +110,7 @@ def _lift(a: np.ndarray, c):
 
 
 def _map(name: str, num: Callable) -> Callable[[np.ndarray], np.ndarray]:
-    sym = np.frompyfunc(lambda v: apply(name, v), 1, 1)
+    sym = np.frompyfunc(lambda v: call(name, v), 1, 1)
     return lambda a: sym(a) if is_sym(a) else num(a.astype(float))
 
 
@@ -127,12 +119,12 @@ _sigmoid = _map("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)))
 _erf = np.vectorize(math.erf, otypes=[float])
 _gelu = _map("gelu", lambda a: 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0))))
 _gelu_tanh = _map("gelu_tanh", lambda a: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a**3))))
-_relu_sym = np.frompyfunc(lambda v: apply("max", v, 0), 1, 1)
+_relu_sym = np.frompyfunc(lambda v: call("max", v, 0), 1, 1)
 
 
 def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if is_sym(np.asarray(a)) or is_sym(np.asarray(b)):  # 0-d arithmetic may leave a bare Rat
-        return np.frompyfunc(lambda x, y: apply("max", x, y), 2, 1)(a, b)
+        return np.frompyfunc(lambda x, y: call("max", x, y), 2, 1)(a, b)
     return np.maximum(a, b)
 
 

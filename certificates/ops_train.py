@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import REQ, _fail_if, _lift, _scalar, _sqrt, is_sym, op
-from .poly import NUMERIC, apply, to_fraction
+from .box import call
+from .poly import NUMERIC, to_fraction
 
 
 def _axes(x: np.ndarray) -> tuple[int, ...]:
@@ -111,7 +112,7 @@ def _route(xs, a):
     for ix in np.ndindex(*out.shape):
         name = "route_k{}_c{}_n{}_l{}_e{}_at_{}_{}_{}".format(*args, e_n, *ix[1:])
         NUMERIC.setdefault(name, lambda *v, ix=ix: route(np.reshape(v, (t_n, e_n)), *args)[ix[1:]])
-        out[ix] = apply(name, *s[ix[0]].ravel())
+        out[ix] = call(name, *s[ix[0]].ravel())
     return [out]
 
 

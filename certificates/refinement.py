@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from . import terms
+from .box import Box, boxes
 from .dtypes import bounds
 from .errors import LimitExceeded, Malformed, Unsupported
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
-from .poly import Rat, side_conditions, substitute
+from .poly import Q, Rat, side_conditions, substitute
 from .solve import Verdict, decide, definedness
 
 Relation = dict[str, list[terms.Term]]
@@ -275,23 +277,27 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
 
 
 def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16) -> str | None:
-    """Why the spec's side conditions are not shown to hold together (None: at a random input, float64
-    evaluation raises no division by zero or invalid operation; a true zero rounded off is missed)."""
-    rng = np.random.default_rng(0)
+    """Why the spec is not shown defined at some input (None: it is at a random rational input, with
+    every partial operation decided exactly or on an enclosing interval, certificates/box.py)."""
+    rng = random.Random(0)
     for _ in range(tries):
         env = {}
         for n in spec.inputs:
-            t = spec.tensors[n]
-            lo, hi = t.range or ((0, 2) if t.is_int else [(-1.0, 1.0), (0.5, 2.0), (-2.0, -0.5)][rng.integers(3)])
-            env[n] = (rng.integers(lo, hi, t.shape).astype(bool if t.dtype == "bool" else np.int64) if t.is_int
-                      else rng.uniform(lo, hi, t.shape))
+            t, size = spec.tensors[n], math.prod(spec.tensors[n].shape)
+            if t.is_int:
+                lo, hi = t.range or (0, 2)
+                vals = np.array([rng.randrange(lo, hi) for _ in range(size)], dtype=np.int64)
+                env[n] = vals.astype(bool if t.dtype == "bool" else np.int64).reshape(t.shape)
+            else:  # multiples of 1/64 in the declared sampling range, else in one of three
+                lo, hi = t.range or rng.choice([(-1, 1), (0.5, 2), (-2, -0.5)])
+                vals = [Box(Q(rng.randint(math.ceil(64 * lo), math.floor(64 * hi)), 64)) for _ in range(size)]
+                env[n] = np.array(vals, dtype=object).reshape(t.shape)
         try:
-            with np.errstate(divide="raise", invalid="raise"):
-                vals = evaluate(spec, env, False, limits)
-        except (FloatingPointError, ValueError, ZeroDivisionError, Unsupported):
-            continue
-        if all(np.isfinite(v).all() for v in vals.values() if v.dtype.kind == "f"):
+            with boxes():
+                evaluate(spec, env, True, limits)
             return None
+        except (Unsupported, ArithmeticError, ValueError):
+            continue
     return "the spec is not shown defined at any input (its side conditions may be unsatisfiable)"
 
 

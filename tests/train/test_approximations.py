@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from certificates import approx  # noqa: E402
 from certificates.errors import Malformed  # noqa: E402
 from certificates.graph import evaluate, parse_graph  # noqa: E402
-from certificates.ops import lookup  # noqa: E402
+from certificates.ops import REGISTRY as OPS  # noqa: E402
 from certificates.replay import replay  # noqa: E402
 from examples.train.bn_plan import make_case  # noqa: E402
 from verifier.train import plan  # noqa: E402
@@ -80,7 +80,7 @@ def test_rewrite_leaves_its_input_alone_and_refuses_bad_declarations():
     g["outputs"].append("mean")
     with pytest.raises(Malformed, match="graph outputs"):
         approx.apply(g, [{"rule": "local-batch-norm", "node": "bn", "groups": 2}], "t")
-    assert lookup(approx.FWD) is not None and lookup(approx.BWD) is not None
+    assert approx.FWD in OPS and approx.BWD in OPS
 
 
 @pytest.fixture(scope="module")
@@ -166,14 +166,14 @@ def test_routing_semantics_match_the_model_and_the_numeric_meaning_of_its_atoms(
     for nodes, limit, k, cap in [(1, 1, 2, 1), (2, 1, 2, 2), (4, 2, 3, 1), (2, 2, 1, 3)]:
         s = rng.random((2, 5, 8))
         want = torch_route(torch.tensor(s), k, cap, nodes, limit).numpy()
-        got = lookup("pvcert.route.default").run([s], {"k": k, "capacity": cap, "nodes": nodes, "limit": limit})[0]
+        got = OPS["pvcert.route.default"].run([s], {"k": k, "capacity": cap, "nodes": nodes, "limit": limit})[0]
         np.testing.assert_array_equal(got, want)
         assert (want.sum(axis=(2, 3)) <= k).all() and (want.sum(axis=(1, 3)) <= cap).all()
         if nodes > 1:   # every token's experts lie in at most `limit` blocks
             blocks = want.sum(axis=3).reshape(2, 5, nodes, 8 // nodes).any(axis=3).sum(axis=2)
             assert (blocks <= limit).all()
     sym = np.array([[[Rat.var(f"s{t}{e}") for e in range(4)] for t in range(3)]], dtype=object)
-    out = lookup("pvcert.route.default").run([sym], {"k": 2, "capacity": 1, "nodes": 2, "limit": 1})[0]
+    out = OPS["pvcert.route.default"].run([sym], {"k": 2, "capacity": 1, "nodes": 2, "limit": 1})[0]
     point = rng.random((3, 4))
     (atom,) = out[0, 1, 2, 0].atoms()   # one atom of the group's 12 scores per dispatch element
     fn = atom.split("(")[0]

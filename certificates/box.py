@@ -1,0 +1,111 @@
+"""Exact witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]`` (points where exact).
+
+Arithmetic is exact on the endpoints. A divisor, log or sqrt argument whose interval does not exclude
+the undefined values raises ``Undecided``. An irrational value of exp, log, sqrt at a rational is
+enclosed by its libm value (an increasing function at both ends), one of ``SMOOTH`` (Lipschitz <= 2)
+by its value at the midpoint widened by the width; either widened by 2^-30 (1 + |value|), far more
+than libm's error, at arguments of size at most 2^12. Other functions are refused (docs/refinement.md)."""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Iterator
+
+from .poly import NUMERIC, Q, Rat, apply
+
+INCREASING = ("exp", "log", "sqrt")
+SMOOTH = ("tanh", "sigmoid", "gelu", "gelu_tanh", "gelu_grad", "gelu_tanh_grad", "sin", "cos")
+MARGIN = Q(1, 2**30)
+_ON = [False]
+
+
+class Undecided(ArithmeticError):
+    """A witness value whose definedness this interval arithmetic cannot decide."""
+
+
+@contextmanager
+def boxes() -> Iterator[None]:
+    """While open, ``call`` evaluates functions on ``Box`` values (the regular path: ``poly.apply``)."""
+    saved, _ON[0] = _ON[0], True
+    try:
+        yield
+    finally:
+        _ON[0] = saved
+
+
+class Box:
+    __slots__ = ("lo", "hi")
+    ndim = 0  # a ``Rat`` constant defers to ``Box``'s reflected operators (``poly._is_array``)
+
+    def __init__(self, lo, hi=None) -> None:
+        self.lo, self.hi = lo, lo if hi is None else hi
+
+    @staticmethod
+    def of(x) -> Box:
+        """``x`` (a ``Box``, a number or a constant ``Rat``) as a ``Box``."""
+        c = None if isinstance(x, Box) else Rat.of(x).constant()
+        if c is None and not isinstance(x, Box):
+            raise Undecided(f"{x} is not a constant")
+        return x if c is None else Box(c)
+
+    def __float__(self) -> float:
+        raise Undecided("a witness value converted to float")
+
+    def __add__(self, o) -> Box:
+        o = Box.of(o)
+        return Box(self.lo + o.lo, self.hi + o.hi)
+
+    def __neg__(self) -> Box:
+        return Box(-self.hi, -self.lo)
+
+    def __sub__(self, o) -> Box:
+        return self + -Box.of(o)
+
+    def __rsub__(self, o) -> Box:
+        return Box.of(o) + -self
+
+    def __mul__(self, o) -> Box:
+        o = Box.of(o)
+        ps = {self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi}
+        return Box(min(ps), max(ps))
+
+    def __truediv__(self, o) -> Box:
+        o = Box.of(o)
+        if o.lo <= 0 <= o.hi:
+            raise Undecided("a divisor not shown non-zero")
+        return self * Box(1 / o.hi, 1 / o.lo)
+
+    def __rtruediv__(self, o) -> Box:
+        return Box.of(o) / self
+
+    def __pow__(self, k: int) -> Box:
+        return math.prod([self if k >= 0 else 1 / self] * abs(int(k)), start=Box(Q(1)))
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def call(fn: str, *args):
+    """``fn(args)``: ``poly.apply``, or while ``boxes`` is open an enclosure of its value."""
+    if not _ON[0]:
+        return apply(fn, *args)
+    xs = [Box.of(a) for a in args]
+    if fn == "max":
+        return Box(max(x.lo for x in xs), max(x.hi for x in xs))
+    if fn == "step" or fn.startswith("route_"):   # these depend on the order of their arguments (and 0) alone
+        ends = sorted(xs + [Box(Q(0))] * (fn == "step"), key=lambda x: (x.lo, x.hi))
+        if any(a.hi >= b.lo and not a.lo == a.hi == b.lo == b.hi for a, b in zip(ends, ends[1:])):
+            raise Undecided(f"{fn} of values whose order is not decided")
+        return Box(Q(NUMERIC[fn](*(x.lo for x in xs))))
+    x = xs[0]
+    if len(xs) > 1 or fn not in INCREASING + SMOOTH or max(abs(x.lo), abs(x.hi)) > 2**12:
+        raise Undecided(f"{fn} is not enclosed here")
+    if fn in ("log", "sqrt") and (x.lo <= 0 if fn == "log" else x.lo < 0):
+        raise Undecided(f"{fn} of a value not shown in its domain")
+    c = apply(fn, x.lo).constant() if x.lo == x.hi and fn in INCREASING else None   # exp(0), sqrt(1/4)...
+    if c is not None:
+        return Box(c)
+    w = 0 if fn in INCREASING else x.hi - x.lo
+    at = (x.lo, x.hi) if fn in INCREASING else ((x.lo + x.hi) / 2,) * 2
+    lo, hi = (Q(NUMERIC[fn](float(a))) for a in at)
+    return Box(lo - w - MARGIN * (1 + abs(lo)), hi + w + MARGIN * (1 + abs(hi)))
