@@ -16,16 +16,14 @@ so the reported loss is the aux loss and the ``reduce_scatter`` of the backward,
 sums the W identical router gradients, yields the right input gradient.
 
 Bug: the ``1/W`` is missing. The loss is W times too large and so is every gradient
-after the ``reduce_scatter``: pvcert relates the router's gradients (each rank holds
-the full one) but stops at the first backward matmul after the ``reduce_scatter``
-(``grad(w_in) = grad(h)^T @ x``), where the impl's values are W times the spec's; a
-scale factor is not a clean expression.
+after the ``reduce_scatter``: pvcert relates those gradients by scaled relations
+(``grad.w_in = mean(grad.w_in@r0, grad.w_in@r1)``) and rejects the expectation of the
+loss (``aux_loss = aux_loss@r0``: 1 vs 2, the reported loss is W times the spec's).
 
 Formulation: the loss is a 1-element tensor and the token mean is a matmul with a
 ``1/S`` row. The usual ``(f * probs.mean(0)).sum()`` (``reductions="mean"``, with a
-``[1]`` result; a 0-dim loss crashes pvcert) hits an engine limitation that stops the
-buggy version at an earlier backward ``mul``, before the bug (see the ``xfail`` tests in
-tests/test_bug_suite.py).
+``[1]`` result; a 0-dim loss crashes pvcert) is rejected at the same expectation
+(tests/test_bug_suite.py).
 """
 
 from __future__ import annotations
