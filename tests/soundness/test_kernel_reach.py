@@ -95,7 +95,7 @@ COPY = "\tmov.f32 %f3, %f1;\n" + STORE
 NEG_INF, POS_INF = "0fFF800000", "0f7F800000"
 
 
-# ------------------------------------------------------------------ ±inf: identity of max / min only
+# ------------------------------------------------------------------ ±inf (arithmetic: test_kernel_triton.py)
 
 def test_inf_identity_of_max_and_min_verifies(tmp_path):
     body = f"\tmov.f32 %f4, {NEG_INF};\n\tmax.f32 %f5, %f4, %f1;\n\tmov.f32 %f6, {POS_INF};\n" \

@@ -192,7 +192,7 @@ def float_of_bits(bits: int, width: int) -> Rat:
     else:
         f = struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0]
     if f in (float("inf"), float("-inf")):
-        return Inf(1 if f > 0 else -1)   # the identity of max / min, nothing else
+        return Inf(1 if f > 0 else -1)   # taken only where certificates.kernel.inf_arith is exact
     if f != f:
         raise Unsupported(f"NaN float constant {bits:#x}")
     return Rat.of(Fraction(f))
