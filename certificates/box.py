@@ -1,10 +1,9 @@
-"""Exact witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]`` (points where exact).
+"""Witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]``, exact at points.
 
-Arithmetic is exact on the endpoints. A divisor, log or sqrt argument whose interval does not exclude
-the undefined values raises ``Undecided``. An irrational value of exp, log, sqrt at a rational is
-enclosed by its libm value (an increasing function at both ends), one of ``SMOOTH`` (Lipschitz <= 2)
-by its value at the midpoint widened by the width; either widened by 2^-30 (1 + |value|), far more
-than libm's error, at arguments of size at most 2^12. Other functions are refused (docs/refinement.md)."""
+Arithmetic is exact on the endpoints; a divisor, log or sqrt argument not shown in its domain raises
+``Undecided``. exp, log, sqrt of a rational are enclosed at both ends (increasing), ``SMOOTH`` functions
+(Lipschitz <= 2) at the midpoint widened by the width: libm values widened by 2^-30 (1 + |v|), far beyond
+libm's error, for arguments up to 2^12; other functions are refused (docs/refinement.md)."""
 
 from __future__ import annotations
 

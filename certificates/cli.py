@@ -1,8 +1,5 @@
-"""``pvcert replay CERT`` (also ``python -m certificates CERT``): exit 0 ACCEPT, 1 REJECT,
-2 malformed input, 3 resource limit.
-
-Replay runs in a child process that the command kills at the time limit, so a loop inside z3,
-numpy or a huge integer is stopped too; the child sends its results back as JSON."""
+"""``pvcert replay CERT`` (``python -m certificates CERT``): exit 0 ACCEPT, 1 REJECT, 2 malformed input,
+3 resource limit. Replay runs in a child process killed at the time limit; it sends results as JSON."""
 
 from __future__ import annotations
 
@@ -122,15 +119,6 @@ def show(args: argparse.Namespace, out: dict, start: float) -> int:
     ok = all(r["ok"] for r in out["results"])
     print(f"{'ACCEPT' if ok else 'REJECT'} {args.certificate} ({time.monotonic() - start:.2f} s)")
     return ACCEPT if ok else REJECT
-
-
-def fail(prog: str, e: CheckError, debug: bool) -> int:
-    """Print a check error as one line (traceback with ``debug``); return its exit code."""
-    if debug:
-        traceback.print_exc()
-    word = {MALFORMED: "MALFORMED", LIMIT: "LIMIT"}.get(e.exit_code, "REJECT")
-    print(f"{prog}: {word}: {e}", file=sys.stderr)
-    return e.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

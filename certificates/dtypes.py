@@ -1,11 +1,6 @@
-"""Exact dtype semantics: casts, integer wrap-around and the declared dtype of every result.
-
-Integers are exact two's-complement values of their width, booleans numpy booleans; both are
-always concrete (integer inputs are enumerated). Floats are reals, never rounded: a claim is
-"over the reals", and float16/bfloat16 rounding is not modelled either (replay says so). The
-one rounding modelled is a concrete integer converted to a float dtype (to nearest, ties to even;
-refused beyond the largest finite value). Anything else not exact for its dtype is refused.
-"""
+"""Exact dtype semantics (docs/certificates.md): casts, integer wrap-around, the declared dtype of every result.
+Integers and booleans are concrete; floats are reals, never rounded (claims are "over the reals"), except
+a concrete integer converted to a float dtype. Anything else not exact for its dtype is refused."""
 
 from __future__ import annotations
 
@@ -67,9 +62,8 @@ def _exact(x, dtype: str):
 
 
 def cast(x: np.ndarray, dtype: str, symbolic: bool) -> np.ndarray:
-    """``x.to(dtype)`` exactly: reals to integers truncate toward zero (concrete values within the
-    target's range: torch's result is undefined outside it), anything to bool is ``!= 0``, booleans
-    are 0/1, integers wrap; reals stay reals (over the reals)."""
+    """``x.to(dtype)`` exactly: reals to integers truncate toward zero (concrete, within range), anything to
+    bool is ``!= 0``, booleans are 0/1, integers wrap; reals stay reals."""
     if dtype not in FLOATS and dtype not in INT_BITS and dtype != "bool":
         raise DtypeError(f"unknown dtype {dtype!r}")
     if x.dtype.kind in "iub":  # integers and booleans
@@ -87,9 +81,8 @@ def cast(x: np.ndarray, dtype: str, symbolic: bool) -> np.ndarray:
 
 
 def fit(v: np.ndarray, dtype: str, symbolic: bool) -> np.ndarray:
-    """A node's result in its declared ``dtype``: integers wrap, integers and booleans declared
-    float become reals; a real declared integer or bool, or an integer declared bool, is refused
-    (only a cast converts those)."""
+    """A node's result in its declared ``dtype``: integers wrap, integers and booleans declared float
+    become reals; anything else is refused (only a cast converts it)."""
     k = v.dtype.kind
     if dtype == "bool" or dtype in INT_BITS:
         if k not in ("b" if dtype == "bool" else "iu"):

@@ -1,9 +1,5 @@
-"""Graph IR v1: strict parsing, validation and evaluation.
-
-One graph holds every rank of a program. A plain node runs on one ``rank``; a
-collective node names its ``group`` (global ranks) and takes one input and gives
-one output per member, in group order. Format: docs/ir.md, schema/graph-v1.json.
-"""
+"""Graph IR v1 (docs/ir.md, schema/graph-v1.json): strict parsing, validation and evaluation. A plain node
+runs on one ``rank``; a collective names its ``group`` and has one input and output per member, in order."""
 
 from __future__ import annotations
 
@@ -17,12 +13,11 @@ import numpy as np
 from .errors import LimitExceeded, Malformed, Unsupported
 from .limits import DEFAULT, Limits
 from .dtypes import DtypeError, fit
-from .ops import REQ, REGISTRY, Op, ShapeError
+from .ops import INT_DTYPES, REQ, REGISTRY, Op, ShapeError
 
 GRAPH_FORMAT, GRAPH_VERSION = "pvcert-graph", 1
 TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(@r[0-9]+)?")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 ROLES = ("activation", "parameter", "gradient", "buffer", "index", "label", "mask", "state")
 MAX_WORLD = 4096
 

@@ -1,17 +1,9 @@
-"""Local obligations of per-operator refinement, shared by refinement and staged claims.
+"""Local obligations of per-operator refinement (refinement, staged and template claims; docs/refinement.md).
 
-For a spec operator ``v``, the relation ``R`` gives clean expressions for its
-inputs and outputs over impl tensors. Its local obligation is: for all values of
-the impl tensors that the input expressions name (the *frontier*) satisfying
-``R[inputs]``, and for all values of any other leaf, the impl nodes between the
-frontier and the output expressions compute ``R[outputs]`` from ``v``'s result.
-The checker cuts that impl subgraph itself. By induction over a topological order
-(agda/Composition), the chain gives the claim for the whole graphs.
-
-Obligations identical modulo renaming (layer after layer, rank after rank) are
-decided once: ``key`` is a canonical text of the obligation with every tensor
-renamed by order of first appearance, so equal keys mean the same statement.
-"""
+A spec operator ``v``'s obligation: for all values of the impl tensors that ``R[inputs]`` names (the
+*frontier*) satisfying it, and of any other leaf, the impl cone the checker cuts from the frontier to
+``R[outputs]`` computes ``R[outputs]`` from ``v``'s result; agda/Composition chains them. ``key`` renames
+every tensor by first appearance: obligations equal modulo renaming are decided once."""
 
 from __future__ import annotations
 
@@ -58,11 +50,8 @@ MOVES = {"clone", "alias", "detach", "lift_fresh_copy", "contiguous", "_to_copy"
 
 
 def integer_ranges(g: Graph) -> dict[str, tuple[int, int]]:
-    """Sound value intervals ``[lo, hi)`` of integer tensors, from the declared input ranges.
-
-    Forward interval arithmetic over the ops that move or shift indices; a tensor made by
-    any other op gets no range (and a step that needs to enumerate it fails).
-    """
+    """Sound value intervals ``[lo, hi)`` of integer tensors made from the declared input ranges by
+    moves and shifts; a tensor made by any other op gets none (a step that enumerates it fails)."""
     rng = {t: g.tensors[t].range for t in g.inputs if g.tensors[t].range}
     rng.update({t: (0, 2) for t in g.tensors if g.tensors[t].dtype == "bool"})
     for n in g.nodes:
@@ -89,10 +78,8 @@ def integer_ranges(g: Graph) -> dict[str, tuple[int, int]]:
 
 def obligation(spec: Graph, impl: Graph, rel: Relation, node: Node | None, outputs: Relation,
                ranges: dict[str, tuple[int, int]] | None = None) -> tuple[Graph, Graph, Relation, Relation]:
-    """The local graphs and relations of one step (``node`` None: an expectation on ``outputs``).
-
-    Integer inputs of the cone without a declared range get their interval from ``ranges``.
-    """
+    """The local graphs and relations of one step (``node`` None: an expectation on ``outputs``);
+    integer inputs of the cone without a declared range get their interval from ``ranges``."""
     if node is None:
         ins = list(outputs)
         local_spec = subgraph(spec, "expectation", [], ins, ins)
@@ -123,13 +110,7 @@ def key(local_spec: Graph, local_impl: Graph, rin: Relation, rout: Relation) -> 
     names: dict[tuple[str, str], str] = {}
 
     def renamer(side: str):
-        def ren(t: str | None) -> str | None:
-            if t is None:
-                return None
-            if (side, t) not in names:
-                names[(side, t)] = f"{side}{len(names)}"
-            return names[(side, t)]
-        return ren
+        return lambda t: None if t is None else names.setdefault((side, t), f"{side}{len(names)}")
 
     spec_name, impl_name = renamer("s"), renamer("i")
 

@@ -1,10 +1,5 @@
-"""Backward operators kept whole by capture (their decompositions would need ops the
-checker lacks), with shape rules and element semantics in the style of ``ops.py``.
-
-New atoms: ``step(v)`` (1 if v > 0 else 0, the derivative of max(v, 0)), ``gelu_grad``
-and ``gelu_tanh_grad`` (derivatives of the two GELUs). Their numeric meaning is added
-to ``poly.NUMERIC``; to the solvers they are uninterpreted functions, as every atom.
-"""
+"""Backward operators kept whole by capture, in the style of ``ops.py``. New atoms (numeric meaning in
+``poly.NUMERIC``): ``step(v)`` (1 if v > 0 else 0), ``gelu_grad`` and ``gelu_tanh_grad``."""
 
 from __future__ import annotations
 

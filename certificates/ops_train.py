@@ -1,18 +1,6 @@
-"""Operators of training steps kept whole by capture, in the style of ``ops.py``.
-
-Training-mode batch normalization (``aten.native_batch_norm`` and its backward): input
-``[N, C, *]``, statistics per channel (dim 1) over every other dim, biased variance;
-running statistics are not modelled (they must be absent). The backward uses the
-forward's saved mean and 1/std.
-
-MoE routing (``pvcert.route``, verifier/train/routing.py): scores ``[G, T, E]`` to a
-dispatch ``[G, T, E, C]``: each token of group ``g`` in order picks its ``k`` best experts
-and takes the next free of an expert's ``C`` slots (dropped when full). Node-limited
-(DeepSeek-V3): experts are split into ``nodes`` equal blocks, a token first keeps the
-``limit`` blocks with the best top score. Ties go to the lower index. Over symbolic
-scores each dispatch element is an atom of its group's scores, named by the attributes
-and its position, with this numeric meaning; the solvers see an uninterpreted function.
-"""
+"""Training operators kept whole by capture, in the style of ``ops.py`` (semantics: docs/ir.md):
+training-mode batch normalization and its backward (no running statistics), and MoE routing
+(``pvcert.route``: each dispatch element over symbolic scores is an atom of its group's scores)."""
 
 from __future__ import annotations
 

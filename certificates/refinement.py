@@ -1,7 +1,5 @@
-"""Refinement obligations: spec tensors as clean expressions over impl tensors (docs/refinement.md).
-
-``instantiate`` parametrizes exactly the impl inputs that satisfy an input relation, integer inputs
-are enumerated over their declared ranges, and ``check`` decides every element of every output equation."""
+"""Refinement obligations (docs/refinement.md): ``instantiate`` parametrizes the impl inputs satisfying an
+input relation, integer inputs range over their declared ranges, ``check`` decides every output element."""
 
 from __future__ import annotations
 
@@ -65,11 +63,6 @@ def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
     return rel
 
 
-def value_range(t: Tensor) -> tuple[int, int] | None:
-    """The values ``[lo, hi)`` an integer input ranges over (bool: [0, 2))."""
-    return (0, 2) if t.dtype == "bool" else t.range
-
-
 def _check_ranges(rel: Relation, spec: Graph, impl: Graph, where: str) -> None:
     """Ranges are part of the claim: declared on the spec's inputs and carried through the
     input relation (clean expressions move values), so each integer impl input must declare
@@ -83,7 +76,7 @@ def _check_ranges(rel: Relation, spec: Graph, impl: Graph, where: str) -> None:
                 raise Malformed(f"{where}: relation of '{name}'", f"{t} sums or scales integer tensors "
                                 "(that does not carry the spec's range)")
             for r in terms.refs(t):
-                want, got = value_range(spec.tensors[name]), value_range(impl.tensors[r])
+                want, got = ((0, 2) if v.dtype == "bool" else v.range for v in (spec.tensors[name], impl.tensors[r]))
                 if got != want:
                     raise Malformed(f"{where}: relation of '{name}'", f"impl input '{r}' declares range "
                                     f"{got and list(got)}, spec input '{name}' has {want and list(want)}: "
@@ -101,15 +94,9 @@ def _uses(t: terms.Term, fns: tuple[str, ...]) -> bool:
 
 def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, Tensor], object],
                 limits: Limits = DEFAULT, strict: bool = True) -> tuple[dict, dict]:
-    """Input values ``(spec_env, impl_env)`` satisfying ``rel``.
-
-    ``fresh(label, tensor)`` makes the free value of one impl input element: a
-    variable (symbolic check) or a random number (numeric test). A further
-    expression binds element by element: one still-free impl element of each element
-    equation is solved for. An expression that cannot bind every element (an element
-    already used) is an error if ``strict``; else the elements that cannot bind are left
-    out: a weaker hypothesis, so still a sound obligation.
-    """
+    """Input values ``(spec_env, impl_env)`` satisfying ``rel``; ``fresh(label, tensor)`` makes the free value
+    of one impl input element. A further expression binds element by element, one still-free impl element
+    of each equation solved for; one that cannot bind is an error if ``strict``, else left out (weaker)."""
     impl_env = {}
     for n in impl.inputs:
         t = impl.tensors[n]

@@ -1,7 +1,5 @@
-"""Certificate v1 (layout: docs/certificates.md): read, check integrity, replay every claim.
-
-Nothing in the certificate is trusted: hashes are recomputed, graphs re-validated,
-obligations re-derived from graphs and relations and re-decided here."""
+"""Certificate v1 (docs/certificates.md): read, check integrity, replay every claim. Nothing in it is
+trusted: hashes are recomputed, graphs re-validated, obligations re-derived and re-decided."""
 
 from __future__ import annotations
 
@@ -26,10 +24,6 @@ class ClaimResult:
     shown: list[str] = dc_field(default_factory=list)   # the claim as stated (``describe``)
 
 
-def _short(obj: Any) -> str:
-    return hashlib.sha256(canonical_bytes(obj)).hexdigest()[:12]
-
-
 def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefix: str = "",
              low: set | None = None) -> list[str]:
     """What an accepted claim states, for the auditor: artifacts with their sha256, relations
@@ -50,7 +44,8 @@ def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefi
             rel = claim[key]
             first = "; ".join(f"{k} = {v[0]}{f' (+{len(v) - 1} more)' if len(v) > 1 else ''}"
                               for k, v in list(rel.items())[:3])
-            out.append(f"{key} sha256 {_short(rel)} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
+            digest = hashlib.sha256(canonical_bytes(rel)).hexdigest()[:12]
+            out.append(f"{key} sha256 {digest} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
     for key in ("approximations", "assumptions"):
         if claim.get(key):
             out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:300]}")

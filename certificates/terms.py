@@ -1,7 +1,5 @@
-"""Clean expressions (grammar: docs/clean-expressions.md): parse, print, infer shapes, evaluate.
-
-Functions move or sum values: ``concat``, ``slice``, ``pad`` (zeros), ``permute``, ``transpose``,
-``reshape``, ``sum`` (over ranks); ``scale`` and ``mean`` multiply by a non-zero rational constant."""
+"""Clean expressions (grammar: docs/clean-expressions.md): parse, print, infer shapes, evaluate. Functions
+move or sum values; ``scale`` and ``mean`` multiply by a non-zero rational constant."""
 
 from __future__ import annotations
 

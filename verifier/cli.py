@@ -9,6 +9,7 @@ import contextlib
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from certificates import approx, cli as checker_cli
@@ -470,6 +471,15 @@ def version() -> str:
     return f"pvcert {__version__}" + (f" (git {commit})" if commit else "")
 
 
+def _fail(prog: str, e: CheckError, debug: bool) -> int:
+    """Print a check error as one line (traceback with ``debug``); return its exit code."""
+    if debug:
+        traceback.print_exc()
+    word = {MALFORMED: "MALFORMED", LIMIT: "LIMIT"}.get(e.exit_code, "REJECT")
+    print(f"{prog}: {word}: {e}", file=sys.stderr)
+    return e.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -536,7 +546,7 @@ def _run(args: argparse.Namespace) -> int:
             rec.result(rec.name or rec.subject, UNKNOWN, str(e))
             return EXIT[UNKNOWN]
         rec.error(e)
-        return checker_cli.fail(f"pvcert {args.command}", e, args.debug)
+        return _fail(f"pvcert {args.command}", e, args.debug)
     except KeyboardInterrupt:
         print(f"pvcert {args.command}: interrupted", file=sys.stderr)
         rec.verdict = "ERROR"
