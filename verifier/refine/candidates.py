@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections import defaultdict
 from fractions import Fraction
 
 import numpy as np
@@ -21,11 +20,7 @@ import numpy as np
 from certificates import terms
 from certificates.graph import Graph
 
-
-def base(name: str) -> tuple[str, int | None]:
-    """``'h@r3'`` -> ``('h', 3)``; names without a rank suffix -> ``(name, None)``."""
-    stem, sep, rank = name.rpartition("@r")
-    return (stem, int(rank)) if sep and rank.isdigit() else (name, None)
+from .copies import Stems
 
 
 def same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -41,13 +36,9 @@ class Index:
 
     def __init__(self, impl: Graph, values: dict[str, np.ndarray], groups: list[tuple[int, ...]]) -> None:
         self.impl, self.values = impl, values
-        self.groups = groups  # rank groups over which copies concatenate or sum
-        self.by_base: dict[str, dict[int, str]] = defaultdict(dict)
+        self.groups = [g for g in groups if len(g) > 1]  # rank groups over which copies concatenate or sum
+        self.stems = Stems(impl)   # copies across ranks, by structure (never by name)
         self.totals: dict[str, float] = {}
-        for t in impl.tensors:
-            stem, rank = base(t)
-            if rank is not None:
-                self.by_base[stem][rank] = t
 
     def find(self, want: np.ndarray, region: set[str], is_int: bool) -> list[terms.Term]:
         """Clean expressions over ``region`` whose value equals ``want``; simplest first.
@@ -155,8 +146,8 @@ class Index:
             v = self.values.get(t)
             if v is not None and v.size == numel and fits([t]):
                 yield terms.Ref(t), v
-        for stem in sorted({base(t)[0] for t in region}):
-            copies = self.by_base.get(stem, {})
+        for stem in sorted({s for s in map(self.stems.of, region) if s is not None}):
+            copies = self.stems.copies(stem)
             for g in self.groups:
                 names = [copies.get(r) for r in g]
                 if any(n is None or n not in region for n in names) or not fits(names):
@@ -178,8 +169,8 @@ class Index:
         """Copies combined over an inner group ``B`` and its translates ``B + (a - a0)``,
         then over an outer group ``A`` meeting ``B`` in its first rank only."""
         groups = set(self.groups)
-        for stem in sorted({base(t)[0] for t in region}):
-            copies = self.by_base.get(stem, {})
+        for stem in sorted({s for s in map(self.stems.of, region) if s is not None}):
+            copies = self.stems.copies(stem)
             for outer, inner in itertools.permutations(self.groups, 2):
                 if outer[0] != inner[0] or set(outer) & set(inner) != {outer[0]}:
                     continue

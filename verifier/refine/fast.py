@@ -29,7 +29,8 @@ from certificates.refinement import Outcome, Relation
 class Terms:
     """Texts of clean expressions, once per term object (the objects are kept alive here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ids: dict[str, int] | None = None) -> None:
+        self.ids = ids or {}   # impl tensor -> its place in the canonical order (``order``)
         self._info: dict[int, tuple] = {}
         self._attrs: dict[int, tuple] = {}
         self._refs: dict[str, terms.Ref] = {}
@@ -56,6 +57,11 @@ class Terms:
         if got is None:
             got = self._refs[name] = terms.Ref(name)
         return got
+
+    def order(self, t: terms.Term) -> tuple:
+        """A name-free sort key: the text with names blanked, then the named tensors' places."""
+        _, _, refs, tmpl = self.info(t)
+        return len(tmpl), tmpl, tuple(self.ids.get(r, -1) for r in refs)
 
     def text(self, t: terms.Term) -> str:
         return self.info(t)[1]

@@ -17,7 +17,8 @@ from certificates import terms
 from certificates.obligations import cone
 from certificates.graph import Graph, Node
 
-from .candidates import Index, base, same
+from .candidates import Index, same
+from .copies import Stems
 from .fast import Terms
 
 
@@ -226,15 +227,17 @@ def valued(guesses: list[terms.Term], index: Index, want) -> list[terms.Term]:
     return out
 
 
-def renames(v: Node, out: str, rel: dict, region):
+def renames(v: Node, out: str, rel: dict, region, stems: Stems):
     """Each input equation (the 16 shortest: ``_prove`` keeps them sorted) with every impl
-    tensor replaced by the output of a consumer doing what ``v`` does, for each name such
-    consumers share on every rank (``readers``); with the impl tensors it names, in order."""
+    tensor replaced by the output of a consumer doing what ``v`` does, for each stem such
+    outputs share on every rank (``readers``; stems are structural, ``copies.py``); with the
+    impl tensors it names, in order."""
     k, read = v.outputs.index(out), readers(v, rel, region)
     for u in dict.fromkeys(t for t in v.inputs if t is not None):
         for e in rel.get(u, [])[:16]:
             leaves = terms.refs(e)
-            outs = [{base(n.name)[0]: n.outputs[k] for n in read(x, u) if len(n.outputs) > k} for x in leaves]
+            outs = [{stems.of(n.outputs[k]): n.outputs[k] for n in read(x, u)
+                     if len(n.outputs) > k and stems.of(n.outputs[k]) is not None} for x in leaves]
             for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
                 names = {x: o[stem] for x, o in zip(leaves, outs)}
                 yield terms.rename(e, names.__getitem__), [names[x] for x in leaves]
@@ -243,7 +246,7 @@ def renames(v: Node, out: str, rel: dict, region):
 def carried(v: Node, out: str, rel: dict, region, index: Index, want) -> list[terms.Term]:
     """The first guesses: the renamed equations as they are, where the value equals
     ``want`` (elementwise steps of a layer stack; their proofs are mostly found by key)."""
-    fit = {str(g): g for g, leaves in renames(v, out, rel, region)
+    fit = {str(g): g for g, leaves in renames(v, out, rel, region, index.stems)
            if all(index.values[n].ndim == want.ndim for n in leaves)}
     return valued(list(fit.values()), index, want)
 
@@ -253,7 +256,7 @@ def propagated(v: Node, out: str, rel: dict, region, index: Index, want) -> list
     (``variants``), permuted or reshaped, kept where the value equals ``want``."""
     guesses = {}
     index.aim(want)
-    for g, leaves in renames(v, out, rel, region):
+    for g, leaves in renames(v, out, rel, region, index.stems):
         if terms.factor(g)[0] == 1 and not index.total_fits(leaves):
             continue   # every variant sums or moves the same elements: same grand total
         for guess in variants(g, want.ndim):

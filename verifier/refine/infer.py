@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from certificates import terms
 from certificates.chain import Chain
 from certificates.errors import LimitExceeded, Unsupported
 from certificates.graph import Graph, Node
@@ -29,6 +30,8 @@ from ..case import Case
 from .candidates import Index
 from .fast import Proved, Terms
 from .guesses import Twin, carried, propagated, signature, valued
+from .order import canonical
+from .recount import replayed_counts
 
 
 @dataclass
@@ -76,14 +79,17 @@ MAX_EQUATIONS = 64   # per spec tensor, the shortest (a constant tensor equals e
 
 
 def _shortest(found: dict, texts: Terms) -> dict:
-    """Each output's distinct equations (by text), the shortest first, at most ``MAX_EQUATIONS``.
-    Distinct: the checker decides each text once, and outcomes reused by key are matched to
-    the equations one for one (``fast.Proved.reuse``)."""
-    def order(c):
-        t = texts.text(c)
-        return len(t), t
-    return {o: sorted({texts.text(c): c for c in cs}.values(), key=order)[:MAX_EQUATIONS] if len(cs) > 1
+    """Each output's distinct equations (by text), the shortest first (by ``Terms.order``: names
+    do not decide), at most ``MAX_EQUATIONS``. Distinct: the checker decides each text once, and
+    outcomes reused by key are matched to the equations one for one (``fast.Proved.reuse``)."""
+    return {o: sorted({texts.text(c): c for c in cs}.values(), key=texts.order)[:MAX_EQUATIONS] if len(cs) > 1
             else list(cs) for o, cs in found.items()}
+
+
+def _partial(found: dict) -> bool:
+    """Every equation is a sum over ranks: the region is searched for a whole copy too (the
+    collective after it), so that later steps read alike relations (layers reuse obligations)."""
+    return bool(found) and all(isinstance(e, terms.Call) and e.fn == "sum" for cs in found.values() for e in cs)
 
 
 def _prove(prover: Chain | Proved, rel: dict, v: Node, found: dict, texts: Terms) -> list[Outcome]:
@@ -178,7 +184,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
            chain: Callable[[Graph, Graph, Limits], Chain]) -> Inference:
     limits = limits or Limits()
     start = time.monotonic()
-    r = direct.prepare(case, limits)
+    r = canonical(direct.prepare(case, limits))   # names and node order do not matter (order.py)
     inf = Inference(r, relation={k: list(v) for k, v in r.inputs.items()})
     try:
         s_vals, i_vals = direct.numeric_values(r, seed, limits)
@@ -186,7 +192,8 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
         inf.failure = Failure(None, str(e), {}, {})
         return inf
     index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), chain(r.spec, r.impl, limits)
-    texts = Terms()
+    places = [t for n in r.impl.nodes for t in n.outputs]
+    texts = Terms({t: i for i, t in enumerate(r.impl.inputs + places)})
     # Obligations equal up to renaming to one that held are reused without the chain's JSON key;
     # only for the chain itself (a subclass may decide differently, e.g. by value).
     proved = Proved(prover, texts) if type(prover) is Chain else None
@@ -224,7 +231,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
             found = {o: tier(o) for o in v.outputs}
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
         reach, explored = set(), []
-        if not outs or not all(out.holds for out in outs):
+        if not outs or not all(out.holds for out in outs) or _partial(found):
             frontier = {x for t in ins for e in rel[t] for x in texts.refs(e)}
             reach, explored = region.grow(frontier)
             varying = reach - region.constants   # constants only where nothing else fits
@@ -267,5 +274,9 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
         if why:
             inf.failure = Failure(None, why, {}, {})
     inf.obligations, inf.reused = len(prover.cache), prover.reused
+    retried = any(not o.holds for outs in prover.cache.values() for o in outs)
+    if inf.failure is None and type(prover) is Chain and retried:   # count as replay will (recount.py)
+        expected = {**{t: rel[t] for t in r.spec.outputs if t not in r.expect}, **r.expect}
+        inf.obligations, inf.reused = replayed_counts(prover, rel, inf.steps, expected)
     inf.seconds = time.monotonic() - start
     return inf

@@ -1,0 +1,73 @@
+"""Copies of one tensor across ranks, found by structure, never by name.
+
+Candidate search combines "the same" tensor of several ranks (``concat`` / ``sum`` over a
+group). Which tensors are the same must not depend on names (a renamed rank would lose its
+copies) nor on node order: each impl tensor gets a *stem*, a digest of how it is computed.
+
+- ``loose``: an input's rank-local position, role and dtype; a node output's target, output
+  index, dtype and the loose stems of its inputs (a collective's output on member ``m``: of
+  ``m``'s input). Attributes and shapes are left out, so ranks differing only in rank-dependent
+  constants (a vocabulary shard's offsets) or uneven shards still share stems.
+- ``exact``: the same with attributes and shapes, used where two tensors of one rank share a
+  loose stem. A stem still shared by two tensors of one rank names no copies.
+
+Stems are digests of content, so their order (and every order derived from it) is name- and
+order-independent too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+
+from certificates.graph import Graph
+
+
+def _digest(*parts) -> str:
+    return hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
+
+
+class Stems:
+    """``of(t)``: ``t``'s stem (None: no copies); ``copies(stem)``: rank -> tensor."""
+
+    def __init__(self, impl: Graph) -> None:
+        loose: dict[str, str] = {}
+        exact: dict[str, str] = {}
+        seen: dict[int, int] = defaultdict(int)
+        for t in impl.inputs:
+            info = impl.tensors[t]
+            k = seen[info.rank]
+            seen[info.rank] += 1
+            loose[t] = _digest("in", k, info.role, info.dtype)
+            exact[t] = _digest(loose[t], info.shape, info.range)
+        for n in impl.nodes:
+            if n.group is not None and not n.op.p2p:   # one output per member, from that member's input
+                pairs = [([i], o) for i, o in zip(n.inputs, n.outputs)]
+            else:
+                pairs = [(n.inputs, o) for o in n.outputs]
+            for j, (ins, o) in enumerate(pairs):
+                k = 0 if n.group is not None and not n.op.p2p else j
+                info = impl.tensors[o]
+                loose[o] = _digest(n.target, k, info.dtype, [loose.get(i) for i in ins])
+                exact[o] = _digest(n.target, k, info.dtype, info.shape, n.attrs, n.group,
+                                   [exact.get(i) for i in ins])
+        self.exact = exact   # tensor -> its exact stem (``order.canonical`` sorts by it)
+        self._of: dict[str, str | None] = {}
+        for table in (loose, exact):
+            count: dict[tuple[int, str], int] = defaultdict(int)
+            for t, s in table.items():
+                count[impl.tensors[t].rank, s] += 1
+            for t, s in table.items():
+                if self._of.get(t) is None:
+                    self._of[t] = s if count[impl.tensors[t].rank, s] == 1 else None
+        self._copies: dict[str, dict[int, str]] = defaultdict(dict)
+        for t, s in self._of.items():
+            if s is not None:
+                self._copies[s][impl.tensors[t].rank] = t
+
+    def of(self, t: str) -> str | None:
+        return self._of.get(t)
+
+    def copies(self, stem: str | None) -> dict[int, str]:
+        return self._copies.get(stem, {}) if stem is not None else {}
