@@ -1,21 +1,7 @@
-"""Approximations a user chooses, as rewrites of the spec graph that the checker re-applies.
-
-A claim with ``"approximations": [...]`` says "impl refines approx(spec)": the spec
-artifact is the exact sequential graph, and each listed rewrite is applied to it here
-before anything is checked, so the assumption is explicit and cannot be bent.
-
-``{"rule": "local-batch-norm", "node": N, "groups": k}``: the training-mode
-``aten.native_batch_norm`` node ``N`` takes its statistics per contiguous group of
-``N/k`` samples (dim 0), as ``k`` data-parallel ranks without synchronized batch norm
-do: the node becomes ``k`` batch norms on slices whose outputs are concatenated, and
-its backward node (the one reading its saved statistics) ``k`` backwards whose input
-gradients are concatenated and whose weight and bias gradients are summed.
-
-``{"rule": "node-limited-routing", "node": N, "nodes": n, "limit": m}``: the routing node
-``N`` (``pvcert.route``, over all experts) keeps, per token, only the ``m`` of ``n``
-expert blocks (nodes) with the best top score, as DeepSeek-V3 routing does to bound
-communication: the node gets those attributes.
-"""
+"""Approximations a user chooses (docs/training.md): a claim with ``"approximations"`` says "impl refines
+approx(spec)"; each listed rewrite of the exact spec graph (``local-batch-norm``: a batch norm and its
+backward split into ``groups`` on contiguous samples; ``node-limited-routing``: a route node gets ``nodes``
+and ``limit``) is applied here before anything is checked, so the assumption cannot be bent."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Arithmetic is exact on the endpoints; a divisor, log or sqrt argument not shown in its domain raises
 ``Undecided``. exp, log, sqrt of a rational are enclosed at both ends (increasing), ``SMOOTH`` functions
 (Lipschitz <= 2) at the midpoint widened by the width: libm values widened by 2^-30 (1 + |v|), far beyond
-libm's error, for arguments up to 2^12; other functions are refused (docs/refinement.md)."""
+libm's error, for arguments up to 2^12; other functions are refused (docs/certificates.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Replay of a ``refinement`` claim: whole-graph evidence (each output equation decided
-at once) or per-operator evidence (local obligations, certificates/obligations.py,
-chained in topological order by ``Chain``).
-"""
+"""Replay of a ``refinement`` claim: whole-graph evidence (each output equation decided at once) or
+per-operator evidence (local obligations chained in topological order by ``Chain``)."""
 
 from __future__ import annotations
 
@@ -48,13 +46,9 @@ def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
 
 
 class Chain:
-    """Decides local obligations, once per canonical key.
-
-    An input with several equations binds its first one and the rest element by element
-    (``refinement.instantiate``); which comes first decides which copies are tied to the
-    spec's values (a constant tensor is related both ways: concat over either group of a
-    2-D mesh). Every order is a sound hypothesis, so a failed obligation is retried with
-    each other equation of each input first, and holds if any order proves it."""
+    """Decides local obligations, once per canonical key. Which equation of an input binds first decides
+    which copies are tied to the spec's values; every order is a sound hypothesis, so a failed obligation
+    is retried with each other equation first (``obligations.decide``) and holds if any order proves it."""
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
         self.spec, self.impl, self.limits = spec, impl, limits

@@ -1,9 +1,6 @@
-"""Shape-reduction rules of the operators: read by certificates/shapes.py alone (staged claims).
-
-``RULES[op.target](C, I, O, a, why)`` ties, pins and scales the axes of the inputs ``I`` and
-outputs ``O`` (lists of axes) of a node; an op without a rule, or whose rule returns False,
-keeps every axis at full size.
-"""
+"""Shape-reduction rules (read by shapes.py alone): ``RULES[op.target](C, I, O, a, why)`` ties, pins and
+scales the axes of a node's inputs ``I`` and outputs ``O``; an op without a rule (or whose rule returns
+False) keeps every axis at full size."""
 
 from __future__ import annotations
 

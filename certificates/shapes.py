@@ -1,10 +1,7 @@
-"""Shape reduction, re-checked: a claimed divisor per tensor axis (1: full size), justified or rejected.
-
-Only *map axes* are reduced (theorem ``MapAxis``; the side conditions, ties, pins, scaled constants,
-reshape links and grains: docs/stages.md). ``constraints`` reads them from the FULL graphs and
-relations by each operator's rule (rules.py); ``reduce`` checks a claim against them (at least 2
-blocks left on every reduced axis), rewrites shapes and size-carrying attributes, and re-validates
-the reduced graphs and relations."""
+"""Shape reduction, re-checked (docs/stages.md): only *map axes* are reduced (theorem ``MapAxis``).
+``constraints`` reads ties, pins, scaled constants, reshape links and grains from the FULL graphs and
+relations by each operator's rule (rules.py); ``reduce`` checks a claimed divisor per axis against them,
+rewrites shapes and size-carrying attributes, and re-validates the reduced graphs and relations."""
 
 from __future__ import annotations
 
