@@ -92,6 +92,7 @@ BARRIERS = {"bar.sync", "bar.cta.sync", "barrier.sync", "barrier.sync.aligned", 
             "barrier.cta.sync.aligned"}
 
 
+@lru_cache(maxsize=None)
 def bits(t: str) -> int:
     return 1 if t == "pred" else int("".join(c for c in t if c.isdigit()) or 32)
 
@@ -336,6 +337,7 @@ class Replay:
         self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
         self.smem: dict[int, tuple] = {}      # address -> (value, width)
         self.gmem: dict[int, object] = {}
+        self.inits: dict[int, object] = {}    # address -> its unknown initial value (one object)
         self.shadow: dict[tuple, list] = {}   # (space, byte) -> [last write, {tid: last read}]
         self.witness: set[tuple] = set()
 
@@ -728,10 +730,11 @@ class Replay:
 
     def mem(self, th: Th, ins: Instr) -> None:
         p, o, load = ins.parts, ins.operands, ins.op != "st"
-        space = next((s for s in reversed(SPACES) if s in p), "generic")
-        ty = p[-1]
-        width = bits(ty) // 8 if ty != "pred" else 1
-        vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
+        if "mem" not in ins.cache:            # decoded once per instruction
+            ins.cache["mem"] = (next((s for s in reversed(SPACES) if s in p), "generic"),
+                                bits(p[-1]) // 8 if p[-1] != "pred" else 1,
+                                next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1))
+        (space, width, vec), ty = ins.cache["mem"], p[-1]
         dst, m = (o[0], o[1]) if load else (o[1], o[0])
         if not isinstance(m, Mem):
             raise self.err(th, ins, "expected a memory operand")
@@ -817,8 +820,10 @@ class Replay:
             self.access("global", addr, width, th, ins, False)
         if addr in self.gmem:
             return self.gmem[addr]
-        v = Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
-        return Word(v, 32) if name in self.ints else v
+        if addr not in self.inits:
+            v = Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
+            self.inits[addr] = Word(v, 32) if name in self.ints else v
+        return self.inits[addr]
 
     def store(self, th: Th, ins: Instr, addr: Ptr, width: int, value) -> None:
         if isinstance(value, Inf):

@@ -124,13 +124,9 @@ def _accumulate(d: dict, k, c) -> None:
 
 
 class Poly:
-    """Sparse polynomial: ``{term key: Q}`` with no zero coefficients.
-
-    The sum of a long polynomial and a short one (a dot product growing term by term) is
-    lazy: ``_up = (base, log, n)``, the first ``n`` entries of an append-only log of the
-    short operands added to ``base``, and ``t`` is built on first use by replaying
-    ``add`` on one private dict (the same dict, insertion order included, as eager
-    additions). n additions cost O(n) instead of O(n^2) copies."""
+    """Sparse polynomial: ``{term key: Q}`` with no zero coefficients. A long plus a short one
+    is lazy (``_up``: ``base`` plus the first ``n`` entries of a shared append-only ``log`` of short
+    operands), replayed by ``t`` into eager ``add``'s own dict: a dot product costs O(n), not O(n^2)."""
 
     __slots__ = ("_t", "_k", "_up")
 
@@ -145,24 +141,18 @@ class Poly:
             self._force()
         return self._t
 
-    def __reduce__(self):
-        return Poly, (self.t,)
-
     def _force(self) -> None:
-        """Replay the log: per addition a header ``len << 2 | negated << 1 | left operand``,
-        then the short operand's keys and coefficients."""
+        """Replay the log: per addition ``len << 2 | negated << 1 | left operand``, then its terms."""
         base, log, n = self._up
         d, i = dict(base._t), 0
         while i < n:
             h = log[i]
             m, neg, j, i = h >> 2, h & 2, i + 1, i + 1 + 2 * (h >> 2)
+            b = dict(zip(log[j:i:2], log[j + 1:i:2]))
             if (len(d) <= m) if h & 1 else (not neg and m > len(d)):   # eager add copies the other side
-                d, old = dict(zip(log[j:i:2], log[j + 1:i:2])), d
-                for k, c in old.items():
-                    _accumulate(d, k, c)
-                continue
-            for j in range(j, i, 2):
-                _accumulate(d, log[j], -log[j + 1] if neg else log[j + 1])
+                d, b = b, d
+            for k, c in b.items():
+                _accumulate(d, k, -c if neg else c)
         self._t, self._up = d, None
 
     @staticmethod
@@ -182,10 +172,9 @@ class Poly:
         return not self.t
 
     def constant(self):
-        t = self.t
-        if not t:
+        if not self.t:
             return Q(0)
-        return t[ONE_KEY] if len(t) == 1 and ONE_KEY in t else None
+        return self.t[ONE_KEY] if len(self.t) == 1 and ONE_KEY in self.t else None
 
     def add(self, o: "Poly", sign: int = 1) -> "Poly":
         for long, short, left in ((self, o, 0), (o, self, 1)):

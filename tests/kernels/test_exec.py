@@ -190,3 +190,35 @@ def test_fast_max_matches_the_normal_form():
     for i in range(1, 6):
         running = fast_max(running, x(i))
     assert str(running) == str(apply("max", *[x(i) for i in range(6)]))
+
+
+def test_cached_input_load_keeps_the_bounds_of_its_address():
+    """The engine's fast path for repeated input loads (``_compile_load``) serves an element only
+    through an address of its own tensor: ``x + 2^32`` lands on the already loaded ``z[0]`` and is
+    still out of bounds of ``x``."""
+    ptx = """.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1, .param .u64 k_param_2)
+{
+\t.reg .f32 %f<4>;
+\t.reg .b64 %rd<8>;
+\tld.param.u64 %rd1, [k_param_0];
+\tld.param.u64 %rd2, [k_param_1];
+\tld.param.u64 %rd3, [k_param_2];
+\tld.global.f32 %f1, [%rd2];
+\tld.global.f32 %f2, [%rd2];
+\tadd.s64 %rd4, %rd1, 4294967296;
+\tld.global.f32 %f3, [%rd4];
+\tst.global.f32 [%rd3], %f3;
+\tret;
+}
+"""
+    k = parse(ptx, "t.ptx").kernel()
+    params = [{"name": "x", "role": "input", "dtype": "f32", "shape": [4]},
+              {"name": "z", "role": "input", "dtype": "f32", "shape": [4]},
+              {"name": "y", "role": "output", "dtype": "f32", "shape": [4]}]
+    with pytest.raises(KernelError, match="out of bounds"):
+        run_cta(k, [1, 1, 1], [1, 1, 1], params)
+    ok = ptx.replace("\tadd.s64 %rd4, %rd1, 4294967296;\n", "\tmov.u64 %rd4, %rd2;\n")
+    assert run_cta(parse(ok, "t.ptx").kernel(), [1, 1, 1], [1, 1, 1], params).outputs[("y", 0)].equals(Rat.var("z[0]"))

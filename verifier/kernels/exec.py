@@ -351,6 +351,8 @@ class CTA:
                 self.sym_addr[v.name] = Ptr(addr, ("shared@dynamic", addr, addr + dyn, "shared"), "shared")
         self.smem: dict[int, tuple] = {}      # byte address -> (value, width) at value start
         self.gmem: dict[int, tuple] = {}      # stores to global memory
+        self.inits: dict[int, object] = {}    # global address -> its unknown initial value (one object)
+        self.f32in: dict[int, Rat] = {}       # the f32 input elements loaded so far (_compile_load)
         self.shadow: dict[tuple, _Shadow] = {}
         n = self.block[0] * self.block[1] * self.block[2]
         if n <= 0 or n > 1024:
@@ -542,8 +544,13 @@ class CTA:
                 self._record("global", addr, width, th, ins, False)
             if addr in self.gmem:
                 return self.gmem[addr][0]
-            v = Rat.var(f"{t.name}@init[{i}]" if t.role == "output" else f"{t.name}[{i}]")
-            return Word(v, 32) if t.dtype == "s32" else v
+            v = self.inits.get(addr)
+            if v is None:
+                v = Rat.var(f"{t.name}@init[{i}]" if t.role == "output" else f"{t.name}[{i}]")
+                v = self.inits[addr] = Word(v, 32) if t.dtype == "s32" else v
+                if t.role == "input" and t.dtype == "f32":
+                    self.f32in[addr] = v
+            return v
 
     def _lanes_store_one_value(self, e: RaceError, ins: Instr, addr: int, width: int, value) -> CheckError:
         """Two lanes of one warp storing one value to one shared slot at one instruction
@@ -955,6 +962,17 @@ class CTA:
                     continue
                 except _Fallback:
                     pass
+            elif ins.op == "ld":
+                ld = ins.cache.get("ld", _UNSET)
+                if ld is _UNSET:
+                    ld = ins.cache["ld"] = _compile_load(ins)
+                if ld is not None:
+                    try:
+                        ld(regs, self.f32in)
+                        th.pc += 1
+                        continue
+                    except _Fallback:
+                        pass
             try:
                 self._step(th, ins)
             except CheckError:
@@ -1466,6 +1484,30 @@ def _compile(ins: Instr):  # noqa: C901
 
     def f(regs):
         regs[dst] = _wrap(g(regs), wt)
+    return f
+
+
+def _compile_load(ins: Instr):
+    """``ld[.global].f32 r, [a+off]`` of an f32 input element already loaded once (``CTA.f32in``),
+    where ``a`` is a generic or global address of that tensor and ``a+off`` stays inside it:
+    the value ``load`` returns (inputs are never written or race-tracked); anything else
+    (a first load, another space or tensor, out of bounds) takes the general path."""
+    p, ops = ins.parts, ins.operands
+    if ins.op != "ld" or p[-1] != "f32" or len(ops) != 2 or not isinstance(ops[0], Reg) \
+            or not isinstance(ops[1], Mem) or not isinstance(ops[1].base, Reg) \
+            or any(x in p for x in ("shared", "param", "local", "const", "v2", "v4", "v8")):
+        return None
+    dst, base, off = ops[0].name, ops[1].base.name, ops[1].offset
+
+    def f(regs, f32in):
+        a = regs.get(base)
+        if type(a) is not Ptr or a.space not in ("generic", "global") or a.alloc[3] != "global":
+            raise _FB
+        at = int(a) + off
+        v = f32in.get(at)
+        if v is None or not a.alloc[1] <= at <= a.alloc[2] - 4:
+            raise _FB
+        regs[dst] = v
     return f
 
 
