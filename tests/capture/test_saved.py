@@ -159,3 +159,18 @@ def test_case_and_saved_programs_exclude_each_other(capsys):
     with pytest.raises(SystemExit) as e:
         main(["verify", "--spec", ex("spec.pt2"), "--impl", ex("r0.pt2")])
     assert e.value.code == 2
+
+
+def test_integer_input_range_from_the_relation_file(capsys, tmp_path):
+    """A saved program does not record value ranges: an integer input takes its range from the
+    relation file's ``inputs``, and without one the error says where to put it."""
+    path = tmp_path / "emb.pt2"
+    torch.export.save(torch.export.export(torch.nn.Embedding(10, 4), (torch.zeros(3, dtype=torch.long),)), path)
+    rel = {"format": "pvcert-relation", "version": 1, "input_relation": {"input": ["input"], "weight": ["weight"]},
+           "expect": {"out": ["out"]}}
+    (tmp_path / "no_range.json").write_text(json.dumps(rel))
+    rc, _, err = verify(capsys, path, [path], tmp_path / "no_range.json")
+    assert rc == 2 and "integer input 'input' needs a value range" in err, err
+    (tmp_path / "rel.json").write_text(json.dumps({**rel, "inputs": {"input": {"range": [0, 10]}}}))
+    rc, out, err = verify(capsys, path, [path], tmp_path / "rel.json")
+    assert rc == 0 and "VERIFIED" in out, out + err
