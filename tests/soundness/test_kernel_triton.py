@@ -169,3 +169,22 @@ def test_lanes_storing_one_value_to_one_slot(tmp_path, body, threads, verdict):
     r = check_pair(entry(tmp_path, kernel(X0), bad, params, threads=threads), tmp_path)
     assert r.verdict == verdict, r.message
     rejected(with_ptx(cert, bad), tmp_path, "race")
+
+
+@pytest.mark.parametrize("new, verdict, reason", [
+    ("setp.le.s32 \t%p2, %r7, %r65;", "unsupported", "inf - inf"),       # the diagonal masked too: row 0 all -inf
+    ("setp.gt.s32 \t%p2, %r7, %r65;", "not-equivalent", "normal form"),  # the mask turned around
+])
+def test_causal_flash_attention_with_another_mask(tmp_path, new, verdict, reason):
+    """``-inf`` scores where the mask says so: ``exp(-inf - m) = 0``; a row with every score
+    masked would need ``-inf - -inf`` (NaN): refused."""
+    e = corpus_pair(tmp_path, "triton_attn_fwd_causal")
+    e["check_cta"] = [0, 0, 0]
+    cert = certify(tmp_path, e)
+    ptx = (tmp_path / "optimized.ptx").read_text()
+    bad = ptx.replace("setp.lt.s32 \t%p2, %r7, %r65;", new)
+    assert bad != ptx
+    (tmp_path / "optimized.ptx").write_text(bad)
+    r = check_pair(e, tmp_path)
+    assert r.verdict == verdict, r.message
+    rejected(with_ptx(cert, bad), tmp_path, reason)

@@ -79,12 +79,18 @@ pairs = [
       optimized=triton("attn_fwd_warps2", "attn_fwd", [2,1,1], ["q","k","v","o","n_ctx","scale","scratch","profile"], 5120, 2),
       params=[T("q","input",[1024]), T("k","input",[512]), T("v","input",[512]), T("o","output",[1024]), S("n_ctx",32),
               {"name":"scale","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)]),
+ dict(name="triton_attn_fwd_causal", description="the Triton flash-attention forward with a causal mask (scores above the diagonal -inf, so exp(-inf - m) = 0), every CTA, vs a CUDA causal two-pass thread per row",
+      reference=side("attn_ref", "attn_causal_ref", [2,1,1], [16,1,1], params=["q","k","v","o","n_ctx","scale"]),
+      optimized=triton("attn_fwd_causal", "attn_fwd", [2,1,1], ["q","k","v","o","n_ctx","scale","scratch","profile"], 3072),
+      params=[T("q","input",[512]), T("k","input",[512]), T("v","input",[512]), T("o","output",[512]), S("n_ctx",32),
+              {"name":"scale","role":"scalar","dtype":"f32"}, S("scratch",0), S("profile",0)], check_cta="all"),
 ]
 REFUSED = {"softmax_expf": "cvt.sat.f32.f32", "triton_matmul_tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
            "triton_matmul_pipelined": "cp.async.ca.shared.global",
            "triton_layer_norm_warps2": "of one warp store the same value to shared global_smem+0"}
 for p in pairs:
-    p.update(check_cta=[0,0,0], expected={"verdict": "equivalent"})
+    p.setdefault("check_cta", [0,0,0])
+    p["expected"] = {"verdict": "equivalent"}
     if p["name"] in REFUSED:
         p["expected"] = {"verdict": "unsupported", "refused": REFUSED[p["name"]]}
 import os

@@ -70,8 +70,9 @@ def matmul_bcast(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexp
 
 @triton.jit
 def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, sm_scale, D: tl.constexpr, BM: tl.constexpr,
-             BN: tl.constexpr):
-    """Flash-attention forward, one head: BM query rows per program, online softmax over BN keys."""
+             BN: tl.constexpr, CAUSAL: tl.constexpr):
+    """Flash-attention forward, one head: BM query rows per program, online softmax over BN keys
+    (CAUSAL: row r sees keys 0..r, the others' scores set to -inf)."""
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rd = tl.arange(0, D)
     q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
@@ -83,6 +84,8 @@ def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, sm_scale, D: tl.constexpr, BM: t
         kt = tl.load(k_ptr + rn[None, :] * D + rd[:, None])
         v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
         qk = tl.dot(q, kt, input_precision="ieee") * sm_scale
+        if CAUSAL:
+            qk = tl.where(rm[:, None] >= rn[None, :], qk, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(qk, 1))
         p = tl.exp(qk - m_new[:, None])
         alpha = tl.exp(m_i - m_new)
@@ -97,7 +100,7 @@ MM = {"a_ptr": F32, "b_ptr": F32, "c_ptr": F32, "M": I32, "N": I32, "K": I32, "B
       "BN": "constexpr", "BK": "constexpr", "PREC": "constexpr"}
 # file stem: (kernel, signature, constexprs, num_stages, num_warps); fp fusion on (fma.rn)
 ATTN = {"q_ptr": F32, "k_ptr": F32, "v_ptr": F32, "o_ptr": F32, "n_ctx": I32, "sm_scale": "fp32", "D": "constexpr",
-        "BM": "constexpr", "BN": "constexpr"}
+        "BM": "constexpr", "BN": "constexpr", "CAUSAL": "constexpr"}
 LN = {"x_ptr": F32, "w_ptr": F32, "b_ptr": F32, "y_ptr": F32, "n_cols": I32, "eps": "fp32", "BLOCK": "constexpr"}
 KERNELS = {
     "softmax_rows": (softmax_rows, {"x_ptr": F32, "y_ptr": F32, "n_cols": I32, "BLOCK": "constexpr"},
@@ -109,8 +112,9 @@ KERNELS = {
     "matmul_pipelined": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 3, 1),
     "matmul_bcast": (matmul_bcast, {k: v for k, v in MM.items() if k != "PREC"}, {"BM": 16, "BN": 16, "BK": 8}, 1,
                      1),
-    "attn_fwd": (attn_fwd, ATTN, {"D": 16, "BM": 16, "BN": 16}, 1, 1),
-    "attn_fwd_warps2": (attn_fwd, ATTN, {"D": 16, "BM": 32, "BN": 16}, 1, 2),
+    "attn_fwd": (attn_fwd, ATTN, {"D": 16, "BM": 16, "BN": 16, "CAUSAL": False}, 1, 1),
+    "attn_fwd_warps2": (attn_fwd, ATTN, {"D": 16, "BM": 32, "BN": 16, "CAUSAL": False}, 1, 2),
+    "attn_fwd_causal": (attn_fwd, ATTN, {"D": 16, "BM": 16, "BN": 16, "CAUSAL": True}, 1, 1),
 }
 
 
