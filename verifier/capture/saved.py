@@ -17,7 +17,9 @@ and converter (``convert.py``) apply. Every defect raises ``Malformed(path, one 
 from __future__ import annotations
 
 import operator
+import os
 import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -38,7 +40,7 @@ NAMESPACES = {"aten", "_c10d_functional", "prims"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # torch/_export/serde/schema.py ScalarType codes
 DTYPES = {1: torch.uint8, 2: torch.int8, 3: torch.int16, 4: torch.int32, 5: torch.int64, 6: torch.float16,
-          7: torch.float32, 8: torch.float64, 11: None, 12: torch.bool, 13: torch.bfloat16}
+          7: torch.float32, 8: torch.float64, 12: torch.bool, 13: torch.bfloat16}
 LAYOUTS = {7: torch.strided}
 MEMORY_FORMATS = {1: torch.contiguous_format, 2: torch.channels_last, 4: torch.preserve_format}
 
@@ -57,6 +59,8 @@ class Archive:
 def read_archive(path: str) -> Archive:
     """Open ``path`` as a ``torch.export.save`` archive (refusing pickles)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Malformed(path, "not a regular file (a FIFO, device or directory)")
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise Malformed(path, "no such file") from None
@@ -214,7 +218,8 @@ class _Builder:
         if s == "_operator.getitem":
             raise self.bad(f"{what}: a serialized getitem node")
         parts = s.split(".") if isinstance(s, str) else []
-        if len(parts) != 5 or parts[:2] != ["torch", "ops"] or not all(_IDENT.match(p) for p in parts[2:]):
+        if len(parts) != 5 or parts[:2] != ["torch", "ops"] or not all(
+                _IDENT.match(p) and not p.startswith("__") for p in parts[2:]):
             raise self.bad(f"{what}: target {str(s)[:80]!r} is not an operator torch.ops.<namespace>.<op>.<overload>")
         if parts[2] not in NAMESPACES:
             raise self.bad(f"{what}: operator '{s}' of namespace '{parts[2]}' (custom ops are not supported)")
