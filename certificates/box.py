@@ -3,7 +3,7 @@
 Arithmetic is exact on the endpoints; a divisor, log or sqrt argument not shown in its domain raises
 ``Undecided``. exp, log, sqrt of a rational are enclosed at both ends (increasing), ``SMOOTH`` functions
 (Lipschitz <= 2) at the midpoint widened by the width: libm values widened by 2^-30 (1 + |v|), far beyond
-libm's error, for arguments up to 2^12; other functions are refused (docs/certificates.md)."""
+libm's error (arguments of exp and ``SMOOTH`` up to 2^12); other functions are refused (docs/certificates.md)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def call(fn: str, *args):
             raise Undecided(f"{fn} of values whose order is not decided")
         return Box(Q(NUMERIC[fn](*(x.lo for x in xs))))
     x = xs[0]
-    if len(xs) > 1 or fn not in INCREASING + SMOOTH or max(abs(x.lo), abs(x.hi)) > 2**12:
+    if len(xs) > 1 or fn not in INCREASING + SMOOTH or fn not in ("log", "sqrt") and max(abs(x.lo), abs(x.hi)) > 2**12:
         raise Undecided(f"{fn} is not enclosed here")
     if fn in ("log", "sqrt") and (x.lo <= 0 if fn == "log" else x.lo < 0):
         raise Undecided(f"{fn} of a value not shown in its domain")

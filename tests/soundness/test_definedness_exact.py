@@ -41,10 +41,12 @@ def _sqrt_squared(target: str):
     return build
 
 
-def _exp_log(c: int):
-    """``exp(log(3)) - c``: zero over the reals for 3, 4.4e-16 in float64, not zero in normal form."""
+def _exp_log(c: int, base: int = 3, exp: bool = True):
+    """``exp(log(base)) - c``: zero over the reals for ``c = base``, not zero in normal form (4.4e-16 in
+    float64 for 3); without ``exp``, ``log(base) - c``."""
     def build(g: GraphBuilder, w: str, p: str) -> str:
-        e = g.node("aten.exp.default", [g.node("aten.log.default", [_constant(g, w, p, 3)], f"{p}l")], f"{p}e")
+        e = g.node("aten.log.default", [_constant(g, w, p, base)], f"{p}l")
+        e = g.node("aten.exp.default", [e], f"{p}e") if exp else e
         return g.node("aten.sub.Scalar", [e], f"{p}d", other=c)
     return build
 
@@ -70,6 +72,7 @@ ATTACKS = {  # name: (divisor zero over the reals, a non-zero control)
     "(0.1 + 0.2) - 0.3": (_tenths(0.3), _tenths(0.25)),
     "sqrt(2)^2 - 2": (_sqrt_squared("aten.sub.Scalar"), _sqrt_squared("aten.add.Scalar")),
     "exp(log(3)) - 3": (_exp_log(3), _exp_log(2)),
+    "exp(log(5000)) - 5000 (control: log of a large value)": (_exp_log(5000, 5000), _exp_log(8, 5000, exp=False)),
 }
 
 
