@@ -1,10 +1,12 @@
-"""Kernel-equivalence benchmark: ``python bench/kernels.py [--quick] [--corpus DIR] [NAME ...]``.
+"""Kernel-equivalence benchmark: ``python bench/kernels.py [--quick] [--corpus DIR] [--k K,...] [NAME ...]``.
 
 Every pair of examples/kernels/pairs.json (or DIR/pairs.json; CTA 0 of the launch) in a fresh process:
 parse both PTX kernels, execute them symbolically with race and deadlock detection,
 decide every output element over the reals; for an equivalent pair, write its certificate
 and replay it. Prints a table (pair, instructions, engine time, peak memory, verdict,
 expected, replay time) and writes bench/results/kernels.json (kernels-<DIR name>.json).
+``--k 16,64,256`` runs the GEMM pairs (a scalar ``K`` and tensors ``A`` [M, K], ``B`` [K, N]) at each
+reduction length instead (same PTX; rows ``NAME@K=...``, bench/results/kernels-k.json).
 
 Peer figures (Volta, 24 cores): reductions 0.007 s, 64x64-tile SGEMM 500-570 s (K=4096),
 attention 80-170 s; a public reconstruction on this kind of machine (1 thread):
@@ -14,6 +16,7 @@ reductions 0.01 s, SGEMM pairs 121-145 s at 2.4 GB.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -36,9 +39,12 @@ def workload(pair: dict, base: str):
         from verifier.kernels.certificate import kernel_certificate, pair_claim
         from verifier.kernels.equiv import check_pair
 
+        import resource
+
         t0 = time.perf_counter()
         report = check_pair(pair, Path(base))
         seconds = time.perf_counter() - t0
+        engine_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         try:
             ops = sum(len(parse_file(Path(base) / pair[s]["ptx"]).kernel(pair[s].get("entry")).instrs)
                       for s in ("reference", "optimized"))
@@ -46,6 +52,7 @@ def workload(pair: dict, base: str):
             ops = 0
         expected = (pair.get("expected") or {}).get("verdict")
         note = f"expected {expected}" + ("" if expected == report.verdict else "  MISMATCH")
+        note += f"; engine peak {engine_mb:.0f} MB"
         if report.verdict == "equivalent":
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
                 json.dump(kernel_certificate([pair_claim(pair["name"], pair, Path(base), report)]), f)
@@ -57,20 +64,43 @@ def workload(pair: dict, base: str):
     return run
 
 
+def at_k(pair: dict, k: int) -> dict | None:
+    """``pair`` with reduction length ``k`` (``A`` [M, k], ``B`` [k, N], scalar ``K`` = k), or None."""
+    ps = {p["name"]: p for p in pair["params"]}
+    if not ({"A", "B", "K"} <= ps.keys() and ps["K"]["role"] == "scalar"):
+        return None
+    out = json.loads(json.dumps(pair))
+    for p in out["params"]:
+        if p["name"] == "A":
+            p["shape"][1] = k
+        elif p["name"] == "B":
+            p["shape"][0] = k
+        elif p["name"] == "K":
+            p["value"] = k
+    out["name"] = f"{pair['name']}@K={k}"
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*")
     p.add_argument("--quick", action="store_true", help="reductions and softmax only")
     p.add_argument("--corpus", help="folder with pairs.json (default examples/kernels)")
+    p.add_argument("--k", type=lambda v: [int(x) for x in v.split(",")],
+                   help="GEMM pairs at these reduction lengths K (comma-separated)")
     p.add_argument("--json")
     args = p.parse_args()
     from verifier.kernels.equiv import CORPUS, load_pairs
 
     base = os.path.abspath(args.corpus) if args.corpus else str(CORPUS)
-    stem = f"kernels-{os.path.basename(base)}" if args.corpus else "kernels"
+    stem = f"kernels-{os.path.basename(base)}" if args.corpus else "kernels-k" if args.k else "kernels"
     args.json = args.json or os.path.join(ROOT, "bench", "results", f"{stem}.json")
     pairs = load_pairs(Path(base))
     names = args.names or sorted(n for n in pairs if not args.quick or "reduce" in n or "softmax" in n)
+    if args.k:   # equivalent GEMM pairs only: a planted bug's verdict at another K is not recorded
+        pairs = {q["name"]: q for n in names for k in args.k if pairs[n].get("expected", {}).get("verdict")
+                 == "equivalent" and (q := at_k(pairs[n], k)) is not None}
+        names = list(pairs)
     h = Harness("pvcert kernels: CTA 0 symbolic execution, race/deadlock detection, equivalence over the reals")
     h.header()
     for n in names:
