@@ -110,6 +110,8 @@ KERNELS = {
     "matmul_ieee": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 1, 1),
     "matmul_tf32": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "tf32"}, 1, 1),
     "matmul_pipelined": (matmul, MM, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"}, 3, 1),
+    "matmul_f16": (matmul, {**MM, "a_ptr": "*fp16", "b_ptr": "*fp16"}, {"BM": 16, "BN": 16, "BK": 16, "PREC": "ieee"},
+                   1, 1),
     "matmul_bcast": (matmul_bcast, {k: v for k, v in MM.items() if k != "PREC"}, {"BM": 16, "BN": 16, "BK": 8}, 1,
                      1),
     "attn_fwd": (attn_fwd, ATTN, {"D": 16, "BM": 16, "BN": 16, "CAUSAL": False}, 1, 1),
