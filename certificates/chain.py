@@ -20,10 +20,8 @@ def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
     those nodes run on every assignment of the integer inputs, as whole-graph evidence enumerates
     them (none when that exceeds ``limits.max_assignments`` or a run fails)."""
     ints = [t for t in g.inputs if g.tensors[t].is_int]
-    doms = [itertools.product(range(*(g.tensors[t].range or (0, 2))), repeat=math.prod(g.tensors[t].shape))
-            for t in ints]
-    if not ints or math.prod(len(range(*(g.tensors[t].range or (0, 2)))) ** math.prod(g.tensors[t].shape)
-                             for t in ints) > limits.max_assignments:
+    doms = [(range(*(g.tensors[t].range or (0, 2))), math.prod(g.tensors[t].shape)) for t in ints]
+    if not ints or math.prod(len(d) ** n for d, n in doms) > limits.max_assignments:
         return {}
     known, nodes = set(ints), []
     for n in g.nodes:
@@ -31,7 +29,7 @@ def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
             nodes.append(n)
             known.update(n.outputs)
     sub, hull = subgraph(g, "integer nodes", nodes, [], ints), {}
-    for combo in itertools.product(*doms):
+    for combo in itertools.product(*(itertools.product(d, repeat=n) for d, n in doms)):
         env = {t: np.array(v, dtype=bool if g.tensors[t].dtype == "bool" else np.int64).reshape(g.tensors[t].shape)
                for t, v in zip(ints, combo)}
         try:
@@ -158,9 +156,8 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
         if not o.holds:
             raise Rejected(f"expectation not met: {o.failure}")
         outcomes.append(o)
-    if any(o.assumed for o in outcomes):  # each step assumed its operator's conditions: all at once
-        why = refinement.spec_defined(spec, limits)
-        if why:
-            raise Rejected(why)
+    # each step assumed its operator's conditions: all at once
+    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
+        raise Rejected(why)
     return (f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), "
             f"{summary(outcomes)}")

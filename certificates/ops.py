@@ -395,8 +395,7 @@ def _narrow_shape(shapes, a):
 
 
 def _select_shape(shapes, a):
-    s = shapes[0]
-    d = _dim(a["dim"], len(s))
+    s, d = shapes[0], _dim(a["dim"], len(shapes[0]))
     _fail_if(not -s[d] <= a["index"] < s[d], f"index {a['index']} out of range on dim {d} of {s}")
     return [s[:d] + s[d + 1:]]
 
@@ -569,10 +568,7 @@ op("aten.rms_norm.default", "input weight?", {"normalized_shape": REQ, "eps": No
 # ---------------------------------------------------------------- losses
 
 def _reduction(loss, weight, r: int):
-    if r == 0:
-        return loss
-    total = np.sum(loss)
-    return np.asarray(total if r == 2 else total / weight)
+    return loss if r == 0 else np.asarray(np.sum(loss) if r == 2 else np.sum(loss) / weight)
 
 
 def _nll_shape(shapes, a):

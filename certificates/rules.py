@@ -99,8 +99,7 @@ def _unit_rule(C, I, O, a, why) -> None:
 
 
 def _slice_rule(C, I, O, a, why) -> None:
-    x = I[0]
-    d = _dim(a["dim"], len(x))
+    x, d = I[0], _dim(a["dim"], len(I[0]))
     C.tie_all(x, O[0])
     if a.get("step", 1) != 1:
         C.pin(x[d], f"{why}: strided slice")
@@ -109,8 +108,7 @@ def _slice_rule(C, I, O, a, why) -> None:
 
 
 def _select_rule(C, I, O, a, why) -> None:
-    x = I[0]
-    d = _dim(a["dim"], len(x))
+    x, d = I[0], _dim(a["dim"], len(I[0]))
     C.pin(x[d], f"{why}: select picks one index")
     C.tie_all(x[:d] + x[d + 1:], O[0])
 

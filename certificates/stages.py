@@ -90,10 +90,9 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Rejected(f"stage #{i}: evidence says {elements} elements, replay found "
                                   f"{sum(o.elements for o in outs)}")
         outcomes += outs
-    if any(o.assumed for o in outcomes):  # stages assumed their operators' conditions: all at once, full size
-        why = refinement.spec_defined(spec, limits)
-        if why:
-            raise Rejected(why)
+    # stages assumed their operators' conditions: all at once, at full size
+    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
+        raise Rejected(why)
     reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
     return (f"{spec.name} refined by {impl.name} at reduced shapes ({shapes.volume(rspec) + shapes.volume(rimpl)} "
             f"of {shapes.volume(spec) + shapes.volume(impl)} elements): {len(stages)} stages, {reps} proved, "

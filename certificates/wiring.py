@@ -352,10 +352,8 @@ def check_interface(blocks: dict, graphs: dict, tp: int, where: str) -> None:
 
 
 def check_sizes(graphs: dict, dims: dict) -> None:
-    """The claim is about the sizes the blocks were checked at: every activation ``h`` is ``(B, S, H)``.
-
-    No reduction theorem covers other sizes: the hidden size is contracted and the sequence normalized
-    (docs/stages.md), so a block checked at other sizes says nothing about these dims."""
+    """The claim is about the sizes the blocks were checked at: every activation ``h`` is ``(B, S, H)`` (no
+    reduction theorem covers others: the hidden size is contracted, the sequence normalized)."""
     want = (dims["B"], dims["S"], dims["H"])
     for k in ("fwd", "bwd", "loss"):
         h = graphs[k][0].tensors.get("h")
