@@ -146,11 +146,9 @@ class Index:
             v = self.values.get(t)
             if v is not None and v.size == numel and fits([t]):
                 yield terms.Ref(t), v
-        for stem in sorted({s for s in map(self.stems.of, region) if s is not None}):
-            copies = self.stems.copies(stem)
-            for g in self.groups:
-                names = [copies.get(r) for r in g]
-                if any(n is None or n not in region for n in names) or not fits(names):
+        for stem in sorted({self.stems.loose[t] for t in region}):
+            for names in (names for g in self.groups for names in self.stems.alike(g, stem, region)):
+                if not fits(names):
                     continue
                 vals = [self.values[n] for n in names]
                 if any(v.ndim != vals[0].ndim for v in vals) or sum(v.size for v in vals) < numel:

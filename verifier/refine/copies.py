@@ -9,7 +9,9 @@ copies) nor on node order: each impl tensor gets a *stem*, a digest of how it is
   ``m``'s input). Attributes and shapes are left out, so ranks differing only in rank-dependent
   constants (a vocabulary shard's offsets) or uneven shards still share stems.
 - ``exact``: the same with attributes and shapes, used where two tensors of one rank share a
-  loose stem. A stem still shared by two tensors of one rank names no copies.
+  loose stem. A stem still shared by two tensors of one rank names no copies (``of``).
+- ``alike``: every tensor of each rank with a loose stem, for candidate search to try each
+  pairing (a rank's forward and backward slices of one table are alike; their values decide).
 
 Stems are digests of content, so their order (and every order derived from it) is name- and
 order-independent too.
@@ -18,6 +20,7 @@ order-independent too.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections import defaultdict
 
@@ -65,9 +68,20 @@ class Stems:
         for t, s in self._of.items():
             if s is not None:
                 self._copies[s][impl.tensors[t].rank] = t
+        self.loose = loose
+        self._alike: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for t in sorted(loose, key=exact.__getitem__):
+            self._alike[loose[t]][impl.tensors[t].rank].append(t)
 
     def of(self, t: str) -> str | None:
         return self._of.get(t)
 
     def copies(self, stem: str | None) -> dict[int, str]:
         return self._copies.get(stem, {}) if stem is not None else {}
+
+    def alike(self, group: tuple[int, ...], stem: str, among: set[str], limit: int = 16) -> list[list[str]]:
+        """Up to ``limit`` choices of one tensor per rank of ``group`` with loose stem ``stem``
+        (within ``among``), in exact-stem order."""
+        ranks = self._alike.get(stem, {})
+        options = [[t for t in ranks.get(r, ()) if t in among] for r in group]
+        return [list(c) for c in itertools.islice(itertools.product(*options), limit)] if all(options) else []
