@@ -201,6 +201,9 @@ class Poly:
         return Poly({k: v * c for k, v in self.t.items()}) if c else Poly()
 
     def mul(self, o: "Poly") -> "Poly":
+        if len(t := self.t) == 1 == len(u := o.t) and ONE_KEY not in t and ONE_KEY not in u:  # x * y
+            ((m1, e1), c1), ((m2, e2), c2) = *t.items(), *u.items()
+            return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c1 * c2})
         for a, b in ((self, o), (o, self)):
             c = a.constant()
             if c is not None:
@@ -347,7 +350,7 @@ class Rat:
         if _is_array(o):
             return NotImplemented
         o = Rat.of(o)
-        return Rat(self.n.mul(o.n), self.d.mul(o.d))
+        return Rat(self.n.mul(o.n), self.d if o.d is ONE_P else self.d.mul(o.d))
 
     __rmul__ = __mul__
 

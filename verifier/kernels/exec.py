@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_arith, mul24, ring
+from certificates.kernel import (BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_arith, mul24,
+                                 no_gc, ring)
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -1578,4 +1579,6 @@ def static_check(kernel: Kernel) -> None:
 def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0), side: str = "", dyn: int | None = None) -> Result:
     """Run one CTA; ``side`` names its never-written shared memory (``reference.shared@uninit[..]``)."""
     static_check(kernel)
-    return CTA(kernel, grid, block, params, cta, side, dyn).run()
+    cta = CTA(kernel, grid, block, params, cta, side, dyn)
+    with no_gc():
+        return cta.run()
