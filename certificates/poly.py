@@ -245,7 +245,7 @@ class Poly:
     def text(self, name: Callable[[str], str]) -> str:
         """The canonical text with every variable or atom ``v`` written ``name(v)``."""
         parts = []
-        for (m, e), c in self.key():
+        for (m, e), c in self._k or sorted(self.t.items()):   # not kept: a long form is printed once
             factors = [f"{name(v)}^{p}" if p != 1 else name(v) for v, p in m]
             if e:
                 factors.append(f"exp({Poly(dict(e)).text(name)})")
