@@ -41,9 +41,9 @@ def workload(pair: dict, base: str):
 
         import resource
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         report = check_pair(pair, Path(base))
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         engine_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         try:
             ops = sum(len(parse_file(Path(base) / pair[s]["ptx"]).kernel(pair[s].get("entry")).instrs)
@@ -52,15 +52,16 @@ def workload(pair: dict, base: str):
             ops = 0
         expected = (pair.get("expected") or {}).get("verdict")
         note = f"expected {expected}" + ("" if expected == report.verdict else "  MISMATCH")
-        note += f"; engine peak {engine_mb:.0f} MB"
+        note += f"; engine CPU {cpu:.2f} s, peak {engine_mb:.0f} MB"
         verdict = report.verdict
         if verdict == "equivalent":
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
                 json.dump(kernel_certificate([pair_claim(pair["name"], pair, Path(base), report)]), f)
             del report           # the replay's peak memory is its own, not added to the engine's
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             ok = all(r.ok for r in replay(f.name))
-            note += f"; replay {time.perf_counter() - t0:.2f} s {'ACCEPT' if ok else 'REJECT'}"
+            note += f"; replay {time.perf_counter() - t0:.2f} s (CPU {time.process_time() - c0:.2f} s) " \
+                f"{'ACCEPT' if ok else 'REJECT'}"
             os.unlink(f.name)
         return {"ops": ops, "verdict": verdict, "seconds": seconds, "note": note}
     return run
