@@ -102,6 +102,14 @@ class Ptr(int):
         return Ptr(int(self) + off, self.alloc, self.space)
 
 
+def null_test(a, b, ty: str) -> bool:
+    """Whether a 64-bit ``setp.eq/ne`` of ``a``, ``b`` compares an address within a nonempty tensor
+    with 0: never equal, whatever the layout (CUTLASS's ``ptr != nullptr``)."""
+    a, b = (b, a) if isinstance(b, Ptr) else (a, b)
+    return (bits(ty) == 64 and isinstance(a, Ptr) and type(b) is int and b == 0 and a.alloc[3] == "global"
+            and a.space in ("generic", "global") and a.alloc[1] <= a <= a.alloc[2] and a.alloc[1] < a.alloc[2])
+
+
 IROUND = {"rni": round, "rzi": int, "rmi": math.floor, "rpi": math.ceil}   # of a Fraction; rni: ties to even
 BARRIERS = {"bar.sync", "bar.cta.sync", "barrier.sync", "barrier.sync.aligned", "barrier.cta.sync",
             "barrier.cta.sync.aligned"}
@@ -669,6 +677,8 @@ class Replay:
             if a is None or b is None:
                 raise self.unsupported(ins, "branch on a symbolic float comparison")
             cmp = cmp.rstrip("u") if cmp not in ("lu", "gu") else cmp[0] + "t"
+        elif cmp in ("eq", "ne") and null_test(self.val(th, o[1], ins, ty), self.val(th, o[2], ins, ty), ty):
+            a, b = 1, 0
         else:
             a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)
             if ty[0] in "ub":

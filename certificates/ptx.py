@@ -78,8 +78,9 @@ class Instr:
 
 @dataclass
 class Var:
-    """A ``.shared`` / ``.local`` variable, or an initialized ``.const`` / ``.global`` one
-(``init``: its bytes): size in bytes (0 for ``extern`` arrays)."""
+    """A ``.shared`` / ``.local`` / ``.const`` / ``.global`` variable (``init``: the bytes of an
+initialized ``.const`` / ``.global`` one; an uninitialized one is refused where an instruction
+names it): size in bytes (0 for ``extern`` arrays)."""
 
     name: str
     space: str
@@ -328,7 +329,8 @@ def _operand(tok: str, ctx: _Ctx):
     if re.match(r"^[+-]?\d+\.\d*([eE][+-]?\d+)?$", tok):
         raise ctx.err(f"decimal float literal {tok!r} (nvcc writes 0f/0d hex)")
     if re.match(rf"^{_NAME}$", tok):
-        return Sym(ctx.scope.get(tok, tok))
+        name = ctx.scope.get(tok, tok)
+        return Reg(name) if name[0] == "%" else Sym(name)
     raise ctx.err(f"bad operand {tok!r}")
 
 
@@ -348,7 +350,7 @@ def _var(text: str, ctx: _Ctx) -> Var:
         raise ctx.err("bad variable declaration")
     space, ty, extern = m.group("space")[1:], m.group("type")[1:], bool(m.group("extern"))
     init = _init(m.group("init"), ctx) if m.group("init") else None
-    if space in ("global", "const") and (init is None or ty not in ("b8", "u8")):
+    if init is not None and ty not in ("b8", "u8"):   # uninitialized ones are refused where used (_resolve)
         raise Unsupported(f"{ctx.file}:{ctx.line}: .{space} variable without a byte initializer in `{ctx.text}`")
     if init is not None and space not in ("global", "const"):
         raise Unsupported(f"{ctx.file}:{ctx.line}: initialized .{space} variable in `{ctx.text}`")
@@ -479,8 +481,8 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
             if not rm:
                 raise sctx.err("bad .reg declaration")
             for r in _reg_names(rm.group(2), sctx):
-                if len(scopes) > 1:
-                    scopes[-1][r] = f"{r}@{scopes[-1]['__id__']}"
+                if len(scopes) > 1:   # a bare name (`p`, as CUTLASS's inline asm writes) becomes a %-register
+                    scopes[-1][r] = f"{r}@{scopes[-1]['__id__']}" if r[0] == "%" else f"%{r}@{scopes[-1]['__id__']}.bare"
                     r = scopes[-1][r]
                 regs[r] = rm.group(1)
         elif re.match(r"^(\.extern\s+)?\.(shared|local|global|const)\b", t):
@@ -505,12 +507,16 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
 
 def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     guard, body = None, text
-    gm = re.match(r"^@(!?)(%[\w$]+)\s+(.*)$", body, re.S)
+    gm = re.match(r"^@(!?)(%?[\w$]+)\s+(.*)$", body, re.S)
     if gm:
         guard, body = (ctx.scope.get(gm.group(2), gm.group(2)), gm.group(1) == "!"), gm.group(3)
     elif body.startswith("@"):
         raise ctx.err("bad guard")
     opcode, rest = (body.split(None, 1) + [""])[:2]
+    if opcode.startswith(("ld.", "ldu.")):   # .L2::<n>B: a hint to prefetch n bytes into L2 (PTX ISA, ld)
+        opcode = re.sub(r"\.L2::(64|128|256)B(?=\.)", "", opcode)
+    if "::" in opcode:
+        raise ctx.unsupported(f"unsupported PTX instruction `{opcode}`")
     if not re.match(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$", opcode):
         raise ctx.err(f"bad opcode {opcode!r}")
     if opcode in ("call", "call.uni"):     # call{.uni} (rets), f, (args): inlined by _inline
@@ -538,6 +544,10 @@ def _resolve(k: Kernel) -> None:
             raise err(ins, f"undeclared register {o.name}")
         if isinstance(o, Sym) and o.name not in (k.labels if ins.op == "bra" else names):
             raise err(ins, f"unknown {'label' if ins.op == 'bra' else 'symbol'} {o.name}")
+        v = k.vars.get(o.name) if isinstance(o, Sym) and ins.op != "bra" else None
+        if v is not None and v.space in ("global", "const") and v.init is None:
+            raise Unsupported(f"{k.file}:{ins.line}: .{v.space} variable {v.name} without a byte initializer "
+                              f"used in `{ins.text}`")
         for x in o.items if isinstance(o, Vec) else (o.first, o.second) if isinstance(o, Pair) else \
                 (o.base,) if isinstance(o, Mem) else ():
             check(ins, x)

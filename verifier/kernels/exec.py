@@ -41,7 +41,7 @@ from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
 from certificates.kernel import (BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_arith, mul24,
-                                 no_gc, ring)
+                                 no_gc, null_test, ring)
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -1111,6 +1111,8 @@ class CTA:
                                   f"(data-dependent control flow) in `{ins.text}`")
             a, b = ca, cb
             cmp = cmp.rstrip("u") if cmp not in ("lu", "gu") else cmp[0] + "t"
+        elif cmp in ("eq", "ne") and null_test(self.val(th, ops[1], ins, ty), self.val(th, ops[2], ins, ty), ty):
+            a, b = 1, 0   # an address within a tensor is never null
         else:
             a, b = self.ival(th, ops[1], ins, ty), self.ival(th, ops[2], ins, ty)
             if ty.startswith("u") or ty.startswith("b"):
