@@ -1,9 +1,10 @@
 """Witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]``, exact at points.
 
-Arithmetic is exact on the endpoints; a divisor, log or sqrt argument not shown in its domain raises
-``Undecided``. exp, log, sqrt of a rational are enclosed at both ends (increasing), ``SMOOTH`` functions
-(Lipschitz <= 2) at the midpoint widened by the width: libm values widened by 2^-30 (1 + |v|), far beyond
-libm's error (arguments of exp and ``SMOOTH`` up to 2^12); other functions are refused (docs/certificates.md)."""
+Arithmetic is exact on the endpoints (others rounded outward to 60 bits); a value this cannot decide (a
+divisor, log or sqrt argument not shown in its domain) raises ``ArithmeticError``. exp, log, sqrt of a
+rational are enclosed at both ends (increasing), ``SMOOTH`` functions (Lipschitz <= 2) at the midpoint
+widened by the width: libm values widened by 2^-30 (1 + |v|), far beyond libm's error (arguments of exp
+and ``SMOOTH`` up to 2^12); other functions are refused (docs/certificates.md)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,6 @@ MARGIN = Q(1, 2**30)
 _ON = [False]
 
 
-class Undecided(ArithmeticError):
-    """A witness value whose definedness this interval arithmetic cannot decide."""
-
-
 @contextmanager
 def boxes() -> Iterator[None]:
     """While open, ``call`` evaluates functions on ``Box`` values (the regular path: ``poly.apply``)."""
@@ -33,23 +30,28 @@ def boxes() -> Iterator[None]:
         _ON[0] = saved
 
 
+def _outward(q, rounding):
+    """``q`` rounded (``math.floor`` or ``math.ceil``) to about 60 significant bits: interval ends stay short."""
+    scale = Q(2) ** (60 - q.numerator.bit_length() + q.denominator.bit_length())
+    return Q(rounding(q * scale)) / scale
+
+
 class Box:
     __slots__ = ("lo", "hi")
     ndim = 0  # a ``Rat`` constant defers to ``Box``'s reflected operators (``poly._is_array``)
 
     def __init__(self, lo, hi=None) -> None:
-        self.lo, self.hi = lo, lo if hi is None else hi
+        self.lo, self.hi = (lo, lo) if hi is None or hi == lo else (_outward(lo, math.floor), _outward(hi, math.ceil))
 
     @staticmethod
     def of(x) -> Box:
         """``x`` (a ``Box``, a number or a constant ``Rat``) as a ``Box``."""
-        c = None if isinstance(x, Box) else Rat.of(x).constant()
-        if c is None and not isinstance(x, Box):
-            raise Undecided(f"{x} is not a constant")
-        return x if c is None else Box(c)
+        if isinstance(x, Box) or (c := Rat.of(x).constant()) is not None:
+            return x if isinstance(x, Box) else Box(c)
+        raise ArithmeticError(f"{x} is not a constant")
 
     def __float__(self) -> float:
-        raise Undecided("a witness value converted to float")
+        raise ArithmeticError("a witness value converted to float")
 
     def __add__(self, o) -> Box:
         o = Box.of(o)
@@ -72,7 +74,7 @@ class Box:
     def __truediv__(self, o) -> Box:
         o = Box.of(o)
         if o.lo <= 0 <= o.hi:
-            raise Undecided("a divisor not shown non-zero")
+            raise ArithmeticError("a divisor not shown non-zero")
         return self * Box(1 / o.hi, 1 / o.lo)
 
     def __rtruediv__(self, o) -> Box:
@@ -94,13 +96,13 @@ def call(fn: str, *args):
     if fn == "step" or fn.startswith("route_"):   # these depend on the order of their arguments (and 0) alone
         ends = sorted(xs + [Box(Q(0))] * (fn == "step"), key=lambda x: (x.lo, x.hi))
         if any(a.hi >= b.lo and not a.lo == a.hi == b.lo == b.hi for a, b in zip(ends, ends[1:])):
-            raise Undecided(f"{fn} of values whose order is not decided")
+            raise ArithmeticError(f"{fn} of values whose order is not decided")
         return Box(Q(NUMERIC[fn](*(x.lo for x in xs))))
     x = xs[0]
     if len(xs) > 1 or fn not in INCREASING + SMOOTH or fn not in ("log", "sqrt") and max(abs(x.lo), abs(x.hi)) > 2**12:
-        raise Undecided(f"{fn} is not enclosed here")
+        raise ArithmeticError(f"{fn} is not enclosed here")
     if fn in ("log", "sqrt") and (x.lo <= 0 if fn == "log" else x.lo < 0):
-        raise Undecided(f"{fn} of a value not shown in its domain")
+        raise ArithmeticError(f"{fn} of a value not shown in its domain")
     c = apply(fn, x.lo).constant() if x.lo == x.hi and fn in INCREASING else None   # exp(0), sqrt(1/4)...
     if c is not None:
         return Box(c)
