@@ -63,7 +63,8 @@ class Index:
         top, out = float(np.abs(want).max(initial=0.0)), []
         for t, v in list(self._bases(region, want.size, lambda names: True)):
             big = float(np.abs(np.asarray(v, dtype=float)).max(initial=0.0))
-            for k in {Fraction(sign * top / big).limit_denominator(1 << 12) for sign in (1, -1)} if big and top else ():
+            finite = big and top and np.isfinite(top / big)   # a NaN or inf run gives no factor
+            for k in {Fraction(sign * top / big).limit_denominator(1 << 12) for sign in (1, -1)} if finite else ():
                 if k in (0, 1) or abs(abs(float(k)) * big - top) > 1e-9 * top:
                     continue
                 self.aim(want / float(k))
