@@ -58,14 +58,15 @@ def test_identical_layers_are_proved_once_and_replayed(tmp_path):
     res = verify_staged(mlp_chain(3), progress=lambda phase, k, n: seen.append((phase, k, n)))
     assert res.verified and not res.fallback
     # 3 layers x 3 operators + the expectations; layer 0's first matmul reads the replicated
-    # input, layer 1's the all-reduced sum (its relation found by the full search), layer 2's
-    # the partial sum (carried from layer 1's step); the last matmul keeps its output features
-    # reduced (nothing contracts them) while the hidden ones are contracted: 8 classes, the rest matched
-    assert len(res.stages) == 10 and res.classes == 8
-    assert [s.rep for s in res.stages] == [0, 1, 2, 3, 1, 5, 6, 1, 8, 9]
-    assert {p for p, _, _ in seen} == {"infer", "prove"} and seen[-1] == ("prove", 8, 8)
+    # input, layers 1 and 2 theirs the all-reduced copies and the partial sum (a partial sum
+    # found first sends the step to the full search, which finds the copies too), so their
+    # steps are alike; the last matmul keeps its output features reduced (nothing contracts
+    # them) while the hidden ones are contracted: 6 classes, the rest matched
+    assert len(res.stages) == 10 and res.classes == 6
+    assert [s.rep for s in res.stages] == [0, 1, 2, 3, 1, 2, 3, 1, 8, 9]
+    assert {p for p, _, _ in seen} == {"infer", "prove"} and seen[-1] == ("prove", 6, 6)
     [claim] = _replay(res, tmp_path)
-    assert claim.ok and "10 stages, 8 proved, 2 matched" in claim.detail, claim.detail
+    assert claim.ok and "10 stages, 6 proved, 4 matched" in claim.detail, claim.detail
     assert summary(res)["volume"][1] < summary(res)["volume"][0] / 1.4
 
 

@@ -59,9 +59,10 @@ class Terms:
         return got
 
     def order(self, t: terms.Term) -> tuple:
-        """A name-free sort key: the text with names blanked, then the named tensors' places."""
-        _, _, refs, tmpl = self.info(t)
-        return len(tmpl), tmpl, tuple(self.ids.get(r, -1) for r in refs)
+        """A name-free sort key: the text with names blanked, then the named tensors' places (the
+        text last, for tensors without a place)."""
+        _, text, refs, tmpl = self.info(t)
+        return len(tmpl), tmpl, tuple(self.ids.get(r, -1) for r in refs), text
 
     def text(self, t: terms.Term) -> str:
         return self.info(t)[1]
