@@ -70,7 +70,12 @@ class Stems:
                 self._copies[s][impl.tensors[t].rank] = t
         self.loose = loose
         self._alike: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-        for t in sorted(loose, key=exact.__getitem__):
+        first_use: dict[str, int] = {}   # alike tensors of a rank: the one read first comes first
+        for i, n in enumerate(impl.nodes):
+            for t in n.inputs:
+                if t is not None:
+                    first_use.setdefault(t, i)
+        for t in sorted(loose, key=lambda t: (first_use.get(t, len(impl.nodes)), exact[t])):
             self._alike[loose[t]][impl.tensors[t].rank].append(t)
 
     def of(self, t: str) -> str | None:
@@ -81,7 +86,8 @@ class Stems:
 
     def alike(self, group: tuple[int, ...], stem: str, among: set[str], limit: int = 16) -> list[list[str]]:
         """Up to ``limit`` choices of one tensor per rank of ``group`` with loose stem ``stem``
-        (within ``among``), in exact-stem order."""
+        (within ``among``); first the choice of each rank's first-read one (the forward's, of a
+        table read forward and backward)."""
         ranks = self._alike.get(stem, {})
         options = [[t for t in ranks.get(r, ()) if t in among] for r in group]
         return [list(c) for c in itertools.islice(itertools.product(*options), limit)] if all(options) else []
