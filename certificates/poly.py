@@ -116,8 +116,8 @@ def _expo_add(a: tuple, b: tuple) -> tuple:
 
 
 def _accumulate(d: dict, k, c) -> None:
-    """``d[k] += c``, dropping a zero coefficient."""
-    if v := d.get(k, 0) + c:
+    """``d[k] += c``, dropping a zero coefficient (a new key keeps the object ``c``: shared, not copied)."""
+    if v := (d[k] + c if k in d else c):
         d[k] = v
     else:
         d.pop(k, None)
@@ -203,7 +203,7 @@ class Poly:
     def mul(self, o: "Poly") -> "Poly":
         if len(t := self.t) == 1 == len(u := o.t) and ONE_KEY not in t and ONE_KEY not in u:  # x * y
             ((m1, e1), c1), ((m2, e2), c2) = *t.items(), *u.items()
-            return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c1 * c2})
+            return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c2 if c1 == 1 else c1 * c2})
         for a, b in ((self, o), (o, self)):
             c = a.constant()
             if c is not None:
