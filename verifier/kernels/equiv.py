@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from certificates.errors import CheckError, Malformed, Unsupported
 from certificates.kernel import Word, bind, check_params, ctas, scope, shared_bytes, shift, word_equal
+from certificates.poly import Rat
 from certificates.solve import Verdict, decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
@@ -125,12 +127,15 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
     for key in sorted(ref):
         if isinstance(ref[key], Word) or isinstance(opt[key], Word):   # integer data, modulo 2^32
             v = Verdict(word_equal(ref[key], opt[key]), "ring modulo 2^32", values=(0, 0), witness={})
+        elif (ca := _constant(ref[key])) is not None and (cb := _constant(opt[key])) is not None and ca != cb:
+            v = Verdict(False, "constants", values=(float(ca), float(cb)), witness={})   # beyond probe's tolerance
         else:
             v = decide(shift(ref[key]), shift(opt[key]))
         methods[v.method] = methods.get(v.method, 0) + 1
         if v.holds is False:
             seconds["decide"] = time.perf_counter() - t0
-            how = "modulo 2^32 at an integer input" if v.witness == {} else \
+            how = f"reference {ca} vs optimized {cb}, both constant" if v.method == "constants" else \
+                "modulo 2^32 at an integer input" if v.witness == {} else \
                 f"reference {v.values[0]:.6g} vs optimized {v.values[1]:.6g} at {_short(v.witness)}"
             return Report("not-equivalent", None, f"{key[0]}[{key[1]}] differs: {how}",
                           mismatch={"element": key, "witness": v.witness, "values": v.values,
@@ -144,6 +149,11 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
                       elements=len(ref), methods=methods, seconds=seconds)
     return Report("equivalent", None, f"{len(ref)} output elements equal over the reals",
                   elements=len(ref), methods=methods, seconds=seconds)
+
+
+def _constant(x):
+    """The exact value of a constant output element (an integer or a constant real), else None."""
+    return Fraction(x) if type(x) is int else x.constant() if isinstance(x, Rat) else None
 
 
 def _short(w: dict | None, n: int = 6) -> str:

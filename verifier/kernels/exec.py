@@ -1451,15 +1451,15 @@ def _compile(ins: Instr):  # noqa: C901
     elif op == "shl" and len(rds) == 2:
         a, b = rds
         n = _bits(ty)
-        def g(regs):
+        def g(regs):   # the shift amount is a u32, whatever the type (fuzz seed 94: shl.b16 by 2^31)
             k = b(regs) & 0xFFFFFFFF
-            return a(regs) << k if k < n else 0
+            return _wrap(a(regs), ty) << k if k < n else 0
     elif op == "shr" and len(rds) == 2:
         a, b = rds
         n, signed = _bits(ty), _signed(ty)
         def g(regs):
-            k = b(regs) & 0xFFFFFFFF
-            return a(regs) >> min(k, n) if signed else (a(regs) & ((1 << n) - 1)) >> k if k < n else 0
+            k, x = b(regs) & 0xFFFFFFFF, _wrap(a(regs), ty)
+            return x >> min(k, n) if signed else (x & ((1 << n) - 1)) >> k if k < n else 0
     elif op == "mul" and mode == "hi" and len(rds) == 2:
         a, b = rds
         n = _bits(ty)
@@ -1478,7 +1478,7 @@ def _compile(ins: Instr):  # noqa: C901
             return r
     else:
         return None
-    if op not in ("mul", "mad"):
+    if op not in ("mul", "mad", "shl", "shr"):
         inner = g
 
         def g(regs, inner=inner, w0=ty):  # operands are read as values of the source type
