@@ -282,7 +282,8 @@ class Gen:
             return I(f"cvt.{mode}{sat}.{t}.f32", d, (reg("f", r.randrange(N)),))
         fd = reg("f", r.randrange(N))
         if kind == "cvt_if":
-            return I(f"cvt.rn.f32.{t}", fd, (reg(n, r.randrange(N)),))
+            sat = ".sat" if r.random() < 0.2 else ""   # an integer is exact on the reals: no rounding
+            return I(f"cvt.{r.choice(['rn', 'rz', 'rm', 'rp'])}{sat}.f32.{t}", fd, (reg(n, r.randrange(N)),))
         if kind == "cvt_ff":
             mode = r.choice([".rni", ".rzi", ".rmi", ".rpi", ""])
             sat = ".sat" if not mode or r.random() < 0.3 else ""
