@@ -174,3 +174,14 @@ def test_integer_input_range_from_the_relation_file(capsys, tmp_path):
     (tmp_path / "rel.json").write_text(json.dumps({**rel, "inputs": {"input": {"range": [0, 10]}}}))
     rc, out, err = verify(capsys, path, [path], tmp_path / "rel.json")
     assert rc == 0 and "VERIFIED" in out, out + err
+
+
+@pytest.mark.parametrize("groups, rc", [({"0": [[0, 1]]}, 0), ({"0": [[0], [1]]}, 1)])
+def test_group_names_resolve_by_the_relation_file(capsys, tmp_path, groups, rc):
+    """The same saved programs mean what the relation file's groups say: group '0' as one group of
+    both ranks verifies; as one group per rank (each all-reduce sums a rank with itself) it is refuted."""
+    rel = {**json.load(open(ex("relation.json"))), "groups": groups}
+    path = tmp_path / "rel.json"
+    path.write_text(json.dumps(rel))
+    got, out, err = verify(capsys, ex("spec.pt2"), [ex("r0.pt2"), ex("r1.pt2")], path)
+    assert got == rc, out + err
