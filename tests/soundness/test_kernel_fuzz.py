@@ -12,6 +12,8 @@ reference outputs differ must not be "equivalent"."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import struct
 from dataclasses import dataclass
@@ -19,9 +21,12 @@ from fractions import Fraction
 
 import pytest
 
+from certificates.errors import CheckError
 from certificates.kernel import Replay
-from certificates.limits import Limits
+from certificates.limits import Limits, canonical_bytes
 from certificates.ptx import parse
+from certificates.replay import replay
+from verifier.kernels.certificate import kernel_certificate, pair_claim
 from verifier.kernels.equiv import check_pair
 from verifier.kernels.exec import run_cta
 
@@ -449,6 +454,44 @@ def test_pairs_differing_in_one_variant_are_not_equivalent(tmp_path):
         if sum(verdicts.values()) == 60:
             break
     assert verdicts.get("not-equivalent", 0) >= 40, verdicts
+
+
+def test_replay_rejects_a_variant_in_a_certificate(tmp_path):
+    """The checker's side of the pair property: the certificate of a random kernel against
+    itself, with one side's PTX replaced by a one-variant twin whose reference outputs differ
+    (hash fixed), is REJECTed by ``pvcert replay``'s checker; the untampered one is ACCEPTed."""
+    entry = {"name": "p", "params": PARAMS, "check_cta": [0, 0, 0],
+             **{side: {"ptx": "a.ptx", "entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1]}
+                for side in ("reference", "optimized")}}
+    tested = 0
+    for seed in range(200):
+        gen = Gen(20_000 + seed)
+        prog = gen.program(gen.r.randrange(4, 12), branchy=seed % 4 == 0)
+        other = variant(gen, prog)
+        try:
+            if other is None or expected(other) == expected(prog):
+                continue
+        except (KeyError, ValueError):
+            continue
+        (tmp_path / "a.ptx").write_text(ptx(prog))
+        cert = kernel_certificate([pair_claim("p", entry, tmp_path, check_pair(entry, tmp_path))])
+        assert accepted(cert, tmp_path), f"seed {20_000 + seed}: the honest certificate"
+        art = cert["subject"]["artifacts"][1]
+        art["embedded"] = ptx(other)
+        art["sha256"] = hashlib.sha256(canonical_bytes(art["embedded"])).hexdigest()
+        assert not accepted(cert, tmp_path), f"seed {20_000 + seed}: ACCEPT of\n{art['embedded']}"
+        tested += 1
+        if tested == 15:
+            break
+    assert tested == 15
+
+
+def accepted(cert: dict, tmp_path) -> bool:
+    (tmp_path / "cert.json").write_text(json.dumps(cert))
+    try:
+        return all(r.ok for r in replay(str(tmp_path / "cert.json")))
+    except CheckError:
+        return False
 
 
 def test_constants_beyond_the_probe_tolerance_differ(tmp_path):
