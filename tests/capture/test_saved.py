@@ -185,3 +185,28 @@ def test_group_names_resolve_by_the_relation_file(capsys, tmp_path, groups, rc):
     path.write_text(json.dumps(rel))
     got, out, err = verify(capsys, ex("spec.pt2"), [ex("r0.pt2"), ex("r1.pt2")], path)
     assert got == rc, out + err
+
+
+def test_assertions_and_higher_level_ops_of_a_real_export(capsys, tmp_path):
+    """Attention, layer norm, softmax and a dtype cast as torch.export saves them (with
+    ``_assert_tensor_metadata`` nodes, which have no outputs): the program refines itself."""
+    from examples.models.attention import Attention
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.ln = Attention(8, 4), torch.nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.ln(self.a(x).to(torch.float32)).softmax(-1)
+
+    path = tmp_path / "block.pt2"
+    ep = torch.export.export(Block(), (torch.randn(3, 8),))
+    assert any("_assert_tensor_metadata" in str(n.target) for n in ep.graph.nodes)
+    torch.export.save(ep, path)
+    names = [s.target or s.arg.name for s in ep.graph_signature.input_specs]
+    rel = tmp_path / "rel.json"
+    rel.write_text(json.dumps({"format": "pvcert-relation", "version": 1, "input_relation": {n: [n] for n in names},
+                               "expect": {"out": ["out"]}}))
+    rc, out, err = verify(capsys, path, [path], rel)
+    assert rc == 0 and "VERIFIED" in out, out + err
