@@ -112,6 +112,7 @@ class Region:
                 if t is not None:
                     self.consumers[t].append(n)
         self.constants, _ = self._close(set(), [n for n in impl.nodes if not any(n.inputs)])
+        self.factories = {t for n in impl.nodes if not any(n.inputs) for t in n.outputs}
 
     def reading(self, t: str, target: str) -> list[Node]:
         """The nodes with ``target`` that read ``t``, each once, in graph order."""
@@ -135,8 +136,9 @@ class Region:
                 work.extend(self.consumers.get(t, ()))
         return region, explored
 
-    def grow(self, frontier: set[str]) -> tuple[set[str], list[Node]]:
-        region = set(frontier) | self.constants
+    def grow(self, frontier: set[str], without: set[str] = frozenset()) -> tuple[set[str], list[Node]]:
+        """The closure of ``frontier`` and the constants but ``without``."""
+        region = set(frontier) | (self.constants - without)
         work = [n for t in frontier for n in self.consumers.get(t, ())]
         return self._close(region, work)
 
@@ -203,6 +205,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
     rel = inf.relation
     memo: dict[tuple, list[Twin]] = {}   # step signature -> earlier steps' equations as patterns
     outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
+    claimed: set[str] = set()   # impl constants that relations name
     for k, v in enumerate(r.spec.nodes):
         progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
@@ -239,7 +242,14 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
             varying = reach - region.constants   # constants only where nothing else fits
             near = {t for x in frontier for n in region.consumers.get(x, ()) if n.target == v.target
                     for t in n.outputs} & reach if len(varying) > NEAR_FIRST else set()
+            # a spec constant is related to the impl's factories first: a value computed from them (a
+            # backward seed halved) would put a later step's own result on that step's frontier
+            near = near or (region.factories if not ins else set())
+            # without the constants related to other spec tensors (a backward seed): what reads them does
+            # more than ``v`` (a halved gradient times 1/2 equals the spec's, but is the next step's result)
+            own = region.grow(frontier, claimed - frontier)[0] - region.constants if claimed - frontier else set()
             found = {o: (near and index.find(s_vals[o], near, r.spec.tensors[o].is_int))
+                     or (own and index.find(s_vals[o], own, r.spec.tensors[o].is_int))
                      or index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
                      or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
@@ -247,6 +257,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
         for out in outs:
             if out.holds:
                 rel.setdefault(out.spec, []).append(term[out.expr])
+                claimed.update(x for x in texts.refs(term[out.expr]) if x in region.constants)
                 inf.outcomes.append(out)
         missing = [o for o in v.outputs if not rel.get(o)]
         if missing:

@@ -1,0 +1,59 @@
+"""A training step written by the user, captured as it runs (docs/training.md, "Your own training step").
+
+``ddp_case`` captures the user's ``step(model, opt, **batch) -> loss`` on every rank under the fake
+process group, each rank with its slice of the batch, and once with world size 1 on the whole batch:
+the spec is the same code. The step runs as written (forward, ``loss.backward()``, gradient
+all-reduce, clipping, ``opt.step()``); the captured outputs are the parameters after the step
+(``new.<name>``) and the returned loss. The optimizer is built from the parameters by
+``optimizer(params)`` before the step (its first step: its state starts empty).
+
+The DDP lineage is derived, not written: parameters replicated on every rank, batch tensors
+concatenated over the ranks along ``batch_dim``, updated parameters expected on every rank, and
+the loss expected to be the mean of the ranks' losses (each rank's loss is a mean over its samples).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from verifier.capture.case import CaptureCase
+from verifier.capture.convert import ir_name
+
+
+def step_call(step: Callable, optimizer: Callable) -> Callable:
+    """``call(model, **batch)`` for capture: the user's step with autograd on, returning the
+    parameters after it and its loss."""
+    def call(model: torch.nn.Module, **batch) -> list[torch.Tensor]:
+        with torch.enable_grad():
+            params = list(model.parameters())
+            for p in params:
+                p.requires_grad_(True)   # as nn.Parameter has it (capture passes plain tensors)
+            loss = step(model, optimizer(params), **batch)
+        return [p.detach() for p in params] + [loss.detach()]
+    return call
+
+
+def _local(shape: tuple[int, ...], dim: int, world: int, where: str) -> tuple[int, ...]:
+    if shape[dim] % world:
+        raise ValueError(f"{where}: batch dim {dim} of size {shape[dim]} does not split over {world} ranks")
+    return shape[:dim] + (shape[dim] // world,) + shape[dim + 1:]
+
+
+def ddp_case(name: str, model: Callable[[], torch.nn.Module], optimizer: Callable, step: Callable,
+             world: int, batch: dict[str, tuple[int, ...]], batch_dim: int = 1, seed: int = 0) -> CaptureCase:
+    """The case: ``step`` on ``world`` ranks (each its ``1/world`` of every ``batch`` tensor along
+    ``batch_dim``) against ``step`` on one device; parameters of ``model()`` replicated."""
+    names = [ir_name(k) for k, _ in model().named_parameters()]
+    outs = [f"new.{p}" for p in names] + ["loss"]
+    ranks = range(world)
+    local = {k: _local(tuple(s), batch_dim, world, name) for k, s in batch.items()}
+    built = lambda *_: (model(), step_call(step, optimizer))   # noqa: E731 (spec and every rank alike)
+    return CaptureCase(
+        name=name, spec=built, impl=built, world_size=world, inputs=dict(batch), impl_inputs=local,
+        input_relation={**{p: [f"{p}@r{r}" for r in ranks] for p in names},
+                        **{k: [f"concat({', '.join(f'{k}@r{r}' for r in ranks)}, dim={batch_dim})"] for k in batch}},
+        expect={**{f"new.{p}": [f"new.{p}@r{r}" for r in ranks] for p in names},
+                "loss": [f"mean({', '.join(f'loss@r{r}' for r in ranks)})"]},
+        output_names=outs, seed=seed, spec_distributed=True)
