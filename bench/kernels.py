@@ -16,7 +16,6 @@ reductions 0.01 s, SGEMM pairs 121-145 s at 2.4 GB.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -67,23 +66,6 @@ def workload(pair: dict, base: str):
     return run
 
 
-def at_k(pair: dict, k: int) -> dict | None:
-    """``pair`` with reduction length ``k`` (``A`` [M, k], ``B`` [k, N], scalar ``K`` = k), or None."""
-    ps = {p["name"]: p for p in pair["params"]}
-    if not ({"A", "B", "K"} <= ps.keys() and ps["K"]["role"] == "scalar"):
-        return None
-    out = json.loads(json.dumps(pair))
-    for p in out["params"]:
-        if p["name"] == "A":
-            p["shape"][1] = k
-        elif p["name"] == "B":
-            p["shape"][0] = k
-        elif p["name"] == "K":
-            p["value"] = k
-    out["name"] = f"{pair['name']}@K={k}"
-    return out
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*")
@@ -93,7 +75,7 @@ def main() -> int:
                    help="GEMM pairs at these reduction lengths K (comma-separated)")
     p.add_argument("--json")
     args = p.parse_args()
-    from verifier.kernels.equiv import CORPUS, load_pairs
+    from verifier.kernels.equiv import CORPUS, at_k, load_pairs
 
     base = os.path.abspath(args.corpus) if args.corpus else str(CORPUS)
     stem = f"kernels-{os.path.basename(base)}" if args.corpus else "kernels-k" if args.k else "kernels"

@@ -173,3 +173,20 @@ def load_pairs(base: Path = CORPUS) -> dict[str, dict]:
             bind(p["params"], p[side], f"{where}: {side}")
             shared_bytes(p[side], f"{where}: {side}")
     return {p["name"]: p for p in data["pairs"]}
+
+
+def at_k(pair: dict, k: int) -> dict | None:
+    """``pair`` with reduction length ``k`` (``A`` [M, k], ``B`` [k, N], scalar ``K`` = k), or None."""
+    ps = {p["name"]: p for p in pair["params"]}
+    if not ({"A", "B", "K"} <= ps.keys() and ps["K"]["role"] == "scalar"):
+        return None
+    out = json.loads(json.dumps(pair))
+    for p in out["params"]:
+        if p["name"] == "A":
+            p["shape"][1] = k
+        elif p["name"] == "B":
+            p["shape"][0] = k
+        elif p["name"] == "K":
+            p["value"] = k
+    out["name"] = f"{pair['name']}@K={k}"
+    return out
