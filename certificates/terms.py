@@ -50,7 +50,7 @@ FUNCTIONS: dict[str, tuple[int, int | None, tuple[str, ...], tuple[str, ...]]] =
     "mean": (1, None, (), ()),
 }
 _LIST_KEYS = {"dims", "shape"}  # every other key takes an integer
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]+)|(\S))")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*(?:@r[0-9]+)?)|(-?[0-9]{1,40}(?![0-9]))|(\S))")  # ints: <= 40 digits
 
 
 def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:

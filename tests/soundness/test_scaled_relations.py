@@ -148,6 +148,15 @@ def test_zero_or_non_canonical_scale_is_malformed(bad, tmp_path):
     assert not ok and "lowest terms" in why, why
 
 
+@pytest.mark.parametrize("digits", [41, 5000])
+def test_huge_scale_constant_is_malformed(digits, tmp_path):
+    """Integers in clean expressions have at most 40 digits: a longer one is a one-line MALFORMED
+    naming the column (5,000 digits once reached Python's int conversion limit inside replay)."""
+    cert = forge.certify(_halved_input("scale(x@r1, num=1, den=2)"), "per-operator")
+    ok, why = forge.verdict(_retext(cert, "den=2)", f"den={'9' * digits})"), tmp_path)
+    assert not ok and "expected int at column" in why, why
+
+
 def test_scaled_input_relation_defines_exactly(tmp_path):
     """``X = scale(x@r1, 1/2) = x@r0``: rank 1 holds 2X. Halving it first verifies; using it as X does not."""
     rel = "scale(x@r1, num=1, den=2)"
