@@ -104,8 +104,9 @@ def test_ddp_mean_convention_verifies_with_a_scaled_relation(tmp_path):
     dict(post=0.4999999999999999),   # a constant 1/2 only to float precision: not 1/2
     dict(local=0.50000000001),       # a local factor the engine's rational guess would round to 1/2
 ])
-def test_bent_ddp_scale_is_rejected(bug, tmp_path):
-    forge.attack(_ddp(**bug), _ddp(), "per-operator", tmp_path, _bug_into)
+@pytest.mark.parametrize("form", forge.FORMS)
+def test_bent_ddp_scale_is_rejected(bug, form, tmp_path):
+    forge.attack(_ddp(**bug), _ddp(), form, tmp_path, _bug_into)
 
 
 def test_scaled_expectation(tmp_path):
