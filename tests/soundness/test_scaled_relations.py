@@ -21,6 +21,7 @@ from certificates.refinement import check, parse_relation
 from certificates.shapes import Unjustified, constraints
 from verifier.ir import GraphBuilder
 from verifier.refine import infer
+from verifier.stages.reduce import reduce_case
 
 import forge
 from forge import Pair
@@ -217,6 +218,8 @@ def test_shape_reduction_refuses_scaled_relations():
     mean = parse_relation({"G": ["mean(g@r0, g@r1)"]}, spec, impl, "case", inputs_only=False)
     with pytest.raises(Unjustified, match="scaled relation"):
         constraints(spec, impl, {"input": inputs, "output": mean})
+    with pytest.raises(Unsupported, match="verify without --staged"):   # the engine: UNKNOWN, not a crash
+        reduce_case(forge.case((s, g, rin, {"G": ["mean(g@r0, g@r1)"]})))
 
 
 def test_printer_is_canonical():

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from certificates import shapes
+from certificates.errors import Unsupported
 from certificates.limits import Limits
 
 from .. import direct
@@ -61,7 +62,10 @@ def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
     limits = limits or Limits()
     r = direct.prepare(case, limits)
     rels = {"input": r.inputs, "output": r.expect}
-    C = shapes.constraints(r.spec, r.impl, rels)
+    try:
+        C = shapes.constraints(r.spec, r.impl, rels)
+    except shapes.Unjustified as e:   # e.g. a scaled relation: its constant would not be rescaled
+        raise Unsupported(f"{case.name}: shape reduction: {e} (verify without --staged)") from None
     divisors = solve(C)
     classes: dict[Axis, dict] = {}
     cls = C.divisor_classes()
