@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -31,7 +32,9 @@ class Limits:
             raise LimitExceeded(f"time limit of {self.seconds:g} s reached")
 
 
-DEFAULT = Limits()
+# The default of functions called without limits (the engine, tests): sizes bounded, no clock, since
+# a clock started at import would expire in any long-lived process. Replay always passes its own Limits.
+DEFAULT = Limits(seconds=math.inf)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)  # a JSON string, or an unterminated one to the end
 
 
