@@ -1,0 +1,203 @@
+"""Forward ATen operators of captured real models, in the style of ``ops.py`` (semantics: docs/ir.md).
+Exact over symbolic reals: ``abs``/``clamp`` by ``max``, ``sgn`` and softplus's threshold by ``step``;
+orders of real values (``max.dim`` indices), randomness and uninitialized values are refused."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .dtypes import bounds, cast
+from .ops import (INT_DTYPES, REQ, _along_dim, _dim, _exp, _fail_if, _integral, _lift, _log, _maximum, _red_dims,
+                  _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
+from .ops_grad import _same2, _step
+from .poly import Rat, to_fraction
+
+
+def _ew(targets: str, fn, attrs: dict | None = None) -> None:
+    op(targets, "self", attrs, shape=lambda s, a: [s[0]])(lambda xs, a: [np.asarray(fn(xs[0], a))])
+
+
+def _min(x, c):
+    return -_maximum(-x, -c) if is_sym(x) else np.minimum(x, c)
+
+
+def _clamp(x, a):
+    lo, hi = a["min"], a["max"]
+    _fail_if(lo is None and hi is None, "clamp needs 'min' or 'max'")
+    _fail_if(_integral(x) and not all(v is None or isinstance(v, int) for v in (lo, hi)),
+             "clamp of an integer tensor by a non-integer bound is not supported")
+    x = x if lo is None else _maximum(x, _lift(x, _scalar(lo)))
+    return x if hi is None else _min(x, _lift(x, _scalar(hi)))
+
+
+def _real(x):
+    _fail_if(_integral(x), "an integer tensor here is not supported (cast it to a float first)")
+    return x
+
+
+def _softplus(x, a, grad=None):
+    """x if beta*x > threshold else log(1 + exp(beta*x)) / beta; the gradient ``grad`` times its derivative."""
+    b, t = _lift(_real(x), _scalar(a["beta"])), _lift(x, _scalar(a["threshold"]))
+    s, bx = (_step(x * b - t) if is_sym(x) else (x * b > t).astype(float)), x * b
+    if grad is not None:
+        return grad * (s + (1 - s) * _sigmoid(bx))
+    return s * x + (1 - s) * (_log(1 + _exp(bx)) / b if is_sym(x) else np.log1p(np.exp(np.minimum(bx, t))) / b)
+
+
+_ew("aten.abs.default", lambda x, a: _maximum(x, -x) if is_sym(x) else np.abs(x))
+_ew("aten.sgn.default aten.sign.default",
+    lambda x, a: _step(x) - _step(-x) if is_sym(x) else x if x.dtype == bool else np.sign(x))
+_ew("aten.clamp.default aten.clamp_min.default aten.clamp_max.default", _clamp, {"min": None, "max": None})
+_ew("aten.log1p.default", lambda x, a: _log(1 + x) if is_sym(x) else np.log1p(_real(x)))
+_ew("aten.softplus.default", _softplus, {"beta": 1, "threshold": 20})
+op("aten.softplus_backward.default", "grad_output self", {"beta": REQ, "threshold": REQ}, shape=_same2)(
+    lambda xs, a: [_softplus(xs[1], a, xs[0])])
+_ew("aten.bitwise_not.default", lambda x, a: ~x if x.dtype.kind in "iub" else _fail_if(True, "bitwise_not of reals"))
+
+
+def _tri(x, a, lower: bool):
+    _fail_if(x.ndim < 2, f"tril/triu of a tensor of rank {x.ndim}")
+    keep = np.tri(*x.shape[-2:], k=a["diagonal"] - (not lower), dtype=bool)
+    return np.where(keep if lower else ~keep, x, np.full((), Rat.of(0), dtype=object) if is_sym(x) else x.dtype.type(0))
+
+
+_ew("aten.tril.default", lambda x, a: _tri(x, a, True), {"diagonal": 0})
+_ew("aten.triu.default", lambda x, a: _tri(x, a, False), {"diagonal": 0})
+op("aten.cumsum.default", "self", {"dim": REQ, "dtype": None}, shape=_along_dim)(lambda xs, a: [np.cumsum(
+    (x := xs[0] if a["dtype"] is None else cast(xs[0], a["dtype"], a["_symbolic"])).reshape(x.shape or (1,)),
+    axis=_dim(a["dim"], x.ndim)).reshape(x.shape)])
+
+
+# ---------------------------------------------------------------- reductions
+
+def _max_over(x, dims: list[int], keep: bool):
+    _fail_if(x.size == 0, "max of an empty tensor")
+    if x.ndim == 0 or not is_sym(x):
+        return np.max(x, axis=tuple(dims), keepdims=keep) if x.ndim else x
+    m = np.moveaxis(x, dims, list(range(x.ndim - len(dims), x.ndim)))
+    m = m.reshape(m.shape[:x.ndim - len(dims)] + (-1,))
+    out = functools.reduce(_maximum, [m[..., i] for i in range(m.shape[-1])])
+    return np.asarray(out, dtype=object).reshape(_red_shape([x.shape], {"dim": dims, "keepdim": keep})[0])
+
+
+def _max_dim(xs, a):
+    x, d = xs[0], _dim(a["dim"], xs[0].ndim)
+    _fail_if(is_sym(x), "max.dim indices of real-valued (symbolic) values are not decided")
+    _fail_if(x.ndim == 0 or x.size == 0, f"max.dim of shape {x.shape}")
+    i = np.expand_dims(np.argmax(x, axis=d), d)  # the first maximum, as torch documents
+    v = np.take_along_axis(x, i, axis=d)
+    return [v, i] if a["keepdim"] else [np.squeeze(v, d), np.squeeze(i, d)]
+
+
+op("aten.amax.default", "self", {"dim": [], "keepdim": False}, shape=_red_shape)(
+    lambda xs, a: [_max_over(xs[0], _red_dims(a, xs[0].ndim), a["keepdim"])])
+op("aten.max.dim", "self", {"dim": REQ, "keepdim": False}, outputs=2,
+   shape=lambda s, a: _red_shape(s, {"dim": [_dim(a["dim"], len(s[0]))], "keepdim": a["keepdim"]}) * 2)(_max_dim)
+
+
+def _var(xs, a):
+    x = _real(xs[0])
+    dims = tuple(_red_dims(a, x.ndim)) if x.ndim else ()
+    n, c = math.prod(x.shape[d] for d in dims), 1 if a["correction"] is None else _scalar(a["correction"])
+    _fail_if(n - c <= 0, f"var of {n} elements with correction {c} is not finite")
+    d = x - np.sum(x, axis=dims, keepdims=True) * _lift(x, to_fraction(1) / n)
+    return [np.asarray(np.sum(d * d, axis=dims, keepdims=a["keepdim"]) * _lift(x, to_fraction(1) / (n - c)))]
+
+
+op("aten.var.correction", "self", {"dim": None, "correction": None, "keepdim": False}, shape=_red_shape)(_var)
+
+
+# ---------------------------------------------------------------- creation, scatter and gather
+
+def _arange_n(a) -> int:
+    s, e, st = a["start"], a["end"], a["step"]
+    _fail_if(not all(type(v) is int for v in (s, e, st)) or st == 0 or (e - s) * st < 0,
+             f"arange({s}, {e}, {st}): only integer bounds with a step toward the end are supported")
+    n = -(-(e - s) // st)
+    lo, hi = bounds(a["dtype"]) if a["dtype"] in INT_DTYPES[:-1] else (-math.inf, math.inf)
+    _fail_if(n and not lo <= min(s, s + (n - 1) * st) <= max(s, s + (n - 1) * st) <= hi, f"arange beyond {a['dtype']}")
+    return n
+
+
+op("aten.arange.start aten.arange.start_step aten.arange.default", "", {"start": 0, "end": REQ, "step": 1, "dtype": None},
+   shape=lambda s, a: [(_arange_n(a),)])(lambda xs, a: [a["start"] + a["step"] * np.arange(_arange_n(a), dtype=np.int64)])
+
+
+def _never(xs, a):
+    _fail_if(True, "the values of an uninitialized tensor (empty) are undefined; none may be read")
+
+
+_SIZE = {"shape": lambda s, a: [tuple(a["size"])]}
+op("aten.empty.memory_format", "", {"size": REQ, "dtype": None}, **_SIZE)(_never)
+op("aten.new_empty_strided.default", "self", {"size": REQ, "stride": REQ, "dtype": None}, **_SIZE)(_never)
+op("aten.empty_like.default", "self", {"dtype": None}, shape=lambda s, a: [s[0]])(_never)
+
+
+def _index_shape(s, a):
+    _fail_if(len(s) < 2 or len(s) - 1 > len(s[0]), f"index of {s[0]} by {len(s) - 1} index tensors")
+    return [_bcast(*s[1:]) + tuple(s[0][len(s) - 1:])]
+
+
+def _ints(t, what: str, lo: int, hi: int):
+    _fail_if(is_sym(t) or t.dtype.kind not in "iu", f"{what} indices must be integer tensors")
+    _fail_if(t.size and (t.min() < lo or t.max() >= hi), f"{what} index out of range [{lo}, {hi})")
+    return t
+
+
+op("aten.index.Tensor", "self+indices", shape=_index_shape, variadic=True)(
+    lambda xs, a: [xs[0][tuple(_ints(t, "index", -n, n) for t, n in zip(xs[1:], xs[0].shape))]])
+
+
+def _scatter_shape(s, a):
+    d = _dim(a["dim"], len(s[0]))
+    _fail_if(not len(s[0]) == len(s[1]) == len(s[2]) or any(
+        i > r or i > x and k != d for k, (x, i, r) in enumerate(zip(*s))), f"scatter of {s[2]} by {s[1]} into {s[0]}")
+    return [s[0]]
+
+
+def _scatter(xs, a):
+    x, idx, src = xs
+    d = _dim(a["dim"], x.ndim)
+    _ints(idx, "scatter", 0, x.shape[d])
+    out = np.array(x, dtype=object if is_sym(x) or is_sym(src) else x.dtype)
+    hit = set()
+    for p in np.ndindex(idx.shape):
+        q = p[:d] + (int(idx[p]),) + p[d + 1:]
+        _fail_if(q in hit, f"scatter writes position {q} twice: torch's result is not determined")
+        hit.add(q)
+        out[q] = src[p]
+    return [out]
+
+
+def _slice_scatter_shape(s, a):
+    _fail_if(tuple(s[1]) != _slice_shape(s[:1], a)[0], f"slice_scatter of {s[1]} into {s[0]}")
+    return [s[0]]
+
+
+def _slice_scatter(xs, a):
+    _slice_scatter_shape([xs[0].shape, xs[1].shape], a)
+    out = np.array(xs[0], dtype=object if is_sym(xs[0]) or is_sym(xs[1]) else xs[0].dtype)
+    out[_slice_index(xs[0].shape, a)] = xs[1]
+    return [out]
+
+
+op("aten.scatter.src", "self index src", {"dim": REQ}, shape=_scatter_shape)(_scatter)
+op("aten.slice_scatter.default", "self src", {"dim": 0, "start": None, "end": None, "step": 1},
+   shape=_slice_scatter_shape)(_slice_scatter)
+
+
+# ---------------------------------------------------------------- randomness
+
+def _dropout(xs, a):
+    _fail_if(a["p"] != 0 and a["train"] is not False, f"dropout with p={a['p']} in training is random")
+    return [xs[0], np.ones(xs[0].shape, dtype=bool)]
+
+
+op("aten.native_dropout.default", "input", {"p": REQ, "train": None}, outputs=2,
+   shape=lambda s, a: [s[0], s[0]])(_dropout)
+op("aten.bernoulli_.float aten.bernoulli.p aten.bernoulli.default", "self", {"p": 0.5},
+   shape=lambda s, a: [s[0]])(lambda xs, a: _fail_if(True, "bernoulli is random: its values are not a function of "
+                                                            "its inputs"))
