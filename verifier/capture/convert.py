@@ -223,7 +223,8 @@ class Converter:
             if n in live:
                 skip = set()
                 if n.op == "call_function" and str(n.target) in (
-                        "aten.copy_.default", "aten.fill_.Scalar", "aten.zero_.default", "pvcert.recv.default"):
+                        "aten.copy_.default", "aten.copy.default", "aten.fill_.Scalar", "aten.zero_.default",
+                        "pvcert.recv.default"):
                     skip = {0}  # the overwritten tensor's old value is not read
                 for i, a in enumerate(n.args):
                     if i not in skip:
@@ -338,6 +339,9 @@ class Converter:
         if t in EMPTY:
             self._unsup(n, f"{t} (reads an uninitialized tensor)")
             return
+        if t.startswith("aten.bernoulli") or t == "aten.native_dropout.default" and _random_dropout(n):
+            self._unsup(n, f"{t} (random: dropout/bernoulli values are not a function of the inputs)")
+            return
         bound = _bind_args(n.target, n.args, n.kwargs)
         if t in IDENTITY or t in SAME_SHAPE_IDENTITY and _same_shape(bound[0][1], n):
             self.env[n] = self._val(bound[0][1])
@@ -364,6 +368,8 @@ class Converter:
             return self._copy(n, bound, where)
         if t == "aten.index_put.default":
             return self._index_put(n, bound, where)
+        if t == "aten.index.Tensor":
+            return self._index(n, bound)
         if t in ("aten.slice_backward.default", "aten.select_backward.default"):
             return self._slice_backward(n, t, bound, where)
         if t in SCALAR_SELF and not isinstance(bound[0][1], torch.fx.Node) \
@@ -474,6 +480,16 @@ class Converter:
                          [torch.empty(xv.shape, dtype=xv.dtype, device="meta")])
         self.env[n] = out[0]
         return out
+
+    def _index(self, n, bound) -> list[str] | None:
+        """``x[i0, i1, ...]`` by index tensors on the leading dims: operands ``[x, i0, i1, ...]``."""
+        x, idx = bound[0][1], bound[1][1]
+        if not all(isinstance(i, torch.fx.Node) for i in idx):
+            self._unsup(n, "aten.index.Tensor (an index list with None: index the leading dims)")
+            return None
+        outs = self._emit("op", "aten.index.Tensor", [self._val(x)] + [self._val(i) for i in idx], n)
+        self.env[n] = outs[0]
+        return outs
 
     def _slice_backward(self, n, t, bound, where) -> list[str] | None:
         """The gradient of a slice (step 1) or select: the gradient zero-padded back."""
@@ -587,6 +603,12 @@ class Converter:
             outs = self._emit("recv", "c10d.send_recv.default", [], n, {"tag": int(args["tag"])},
                               group=[peer])
             self.env[n] = outs[0]
+
+
+def _random_dropout(n) -> bool:
+    """``native_dropout`` that draws its mask: p != 0 in training (``train`` None or True)."""
+    a = {arg.name: v for arg, v, _ in _bind_args(n.target, n.args, n.kwargs)}
+    return a["p"] != 0 and a["train"] is not False
 
 
 def _same_shape(src, n) -> bool:
