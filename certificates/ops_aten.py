@@ -27,8 +27,8 @@ def _min(x, c):
 def _clamp(x, a):
     lo, hi = a["min"], a["max"]
     _fail_if(lo is None and hi is None, "clamp needs 'min' or 'max'")
-    _fail_if(_integral(x) and not all(v is None or isinstance(v, int) for v in (lo, hi)),
-             "clamp of an integer tensor by a non-integer bound is not supported")
+    _fail_if(_integral(x) and not all(v is None or type(v) is int and 0 <= v <= 127 for v in (lo, hi)),
+             "clamp of an integer tensor by a bound outside [0, 127] (torch converts it to the dtype) is not supported")
     x = x if lo is None else _maximum(x, _lift(x, _scalar(lo)))
     return x if hi is None else _min(x, _lift(x, _scalar(hi)))
 

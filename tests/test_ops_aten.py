@@ -58,8 +58,9 @@ INT_OPS = {  # target: (attrs, torch reference, dtypes)
     "aten.abs.default": ({}, lambda x: A.abs.default(x), "int8 int16 int32 int64"),
     "aten.sign.default": ({}, lambda x: A.sign.default(x), "int8 uint8 int16 int32 int64 bool"),
     "aten.sgn.default": ({}, lambda x: A.sgn.default(x), "int8 uint8 int16 int32 int64 bool"),
-    "aten.clamp.default": ({"min": -1, "max": 1}, lambda x: A.clamp.default(x, -1, 1), "int8 int16 int32 int64"),
+    "aten.clamp.default": ({"min": 0, "max": 127}, lambda x: A.clamp.default(x, 0, 127), "int8 uint8 int16 int32 int64"),
     "aten.clamp_min.default": ({"min": 1}, lambda x: A.clamp_min.default(x, 1), "uint8 int64"),
+    "aten.clamp_max.default": ({"max": 0}, lambda x: A.clamp_max.default(x, 0), "int8 uint8 int64"),
     "aten.bitwise_not.default": ({}, lambda x: A.bitwise_not.default(x), "int8 uint8 int16 int32 int64 bool"),
     "aten.amax.default": ({"dim": [1]}, lambda x: A.amax.default(x, [1]), "int8 uint8 int32 int64 bool"),
     "aten.tril.default": ({"diagonal": 1}, lambda x: A.tril.default(x, 1), "int8 uint8 int64 bool"),
@@ -123,7 +124,9 @@ SYM = np.array([[object()]], dtype=object)  # any symbolic (object) array
     ("aten.empty_like.default", [np.ones(2)], {}, "uninitialized"),
     ("aten.empty.memory_format", [], {"size": [2]}, "uninitialized"),
     ("aten.new_empty_strided.default", [np.ones(2)], {"size": [2], "stride": [1]}, "uninitialized"),
-    ("aten.clamp.default", [np.arange(3)], {"min": 0.5}, "non-integer bound"),
+    ("aten.clamp.default", [np.arange(3)], {"min": 0.5}, "outside"),
+    ("aten.clamp.default", [np.arange(3)], {"min": -1}, "outside"),  # uint8: torch clamps at 255
+    ("aten.clamp_max.default", [np.arange(3)], {"max": 128}, "outside"),  # int8: torch raises
     ("aten.clamp.default", [np.ones(2)], {}, "needs 'min' or 'max'"),
     ("aten.log1p.default", [np.arange(3)], {}, "integer tensor"),
     ("aten.bitwise_not.default", [np.ones(2)], {}, "bitwise_not of reals"),
