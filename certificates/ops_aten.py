@@ -20,17 +20,14 @@ def _ew(targets: str, fn, attrs: dict | None = None) -> None:
     op(targets, "self", attrs, shape=lambda s, a: [s[0]])(lambda xs, a: [np.asarray(fn(xs[0], a))])
 
 
-def _min(x, c):
-    return -_maximum(-x, -c) if is_sym(x) else np.minimum(x, c)
-
-
 def _clamp(x, a):
     lo, hi = a["min"], a["max"]
     _fail_if(lo is None and hi is None, "clamp needs 'min' or 'max'")
     _fail_if(_integral(x) and not all(v is None or type(v) is int and 0 <= v <= 127 for v in (lo, hi)),
              "clamp of an integer tensor by a bound outside [0, 127] (torch converts it to the dtype) is not supported")
     x = x if lo is None else _maximum(x, _lift(x, _scalar(lo)))
-    return x if hi is None else _min(x, _lift(x, _scalar(hi)))
+    c = None if hi is None else _lift(x, _scalar(hi))
+    return x if c is None else -_maximum(-x, -c) if is_sym(x) else np.minimum(x, c)
 
 
 def _real(x):
@@ -158,11 +155,17 @@ def _scatter_shape(s, a):
     return [s[0]]
 
 
+def _into(x, src):
+    """A copy of ``x`` to write ``src`` into: both real-valued, or both of one integer/boolean kind."""
+    _fail_if(x.dtype.kind != src.dtype.kind and (_integral(x) or _integral(src)), "source and self differ in dtype")
+    return np.array(x, dtype=object if is_sym(x) or is_sym(src) else x.dtype)
+
+
 def _scatter(xs, a):
     x, idx, src = xs
     d = _dim(a["dim"], x.ndim)
     _ints(idx, "scatter", 0, x.shape[d])
-    out = np.array(x, dtype=object if is_sym(x) or is_sym(src) else x.dtype)
+    out = _into(x, src)
     hit = set()
     for p in np.ndindex(idx.shape):
         q = p[:d] + (int(idx[p]),) + p[d + 1:]
@@ -179,7 +182,7 @@ def _slice_scatter_shape(s, a):
 
 def _slice_scatter(xs, a):
     _slice_scatter_shape([xs[0].shape, xs[1].shape], a)
-    out = np.array(xs[0], dtype=object if is_sym(xs[0]) or is_sym(xs[1]) else xs[0].dtype)
+    out = _into(*xs)
     out[_slice_index(xs[0].shape, a)] = xs[1]
     return [out]
 
