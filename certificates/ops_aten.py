@@ -38,6 +38,7 @@ def _real(x):
 def _softplus(x, a, grad=None):
     """x if beta*x > threshold else log(1 + exp(beta*x)) / beta; the gradient ``grad`` times its derivative."""
     b, t = _lift(_real(x), _scalar(a["beta"])), _lift(x, _scalar(a["threshold"]))
+    _fail_if(b == 0, "softplus with beta 0 is not finite")
     s, bx = (_step(x * b - t) if is_sym(x) else (x * b > t).astype(float)), x * b
     if grad is not None:
         return grad * (s + (1 - s) * _sigmoid(bx))

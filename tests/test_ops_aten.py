@@ -137,6 +137,7 @@ SYM = np.array([[object()]], dtype=object)  # any symbolic (object) array
     ("aten.slice_scatter.default", [np.zeros((2, 1), int), np.ones((1, 1), bool)], {"end": 1}, "differ in dtype"),
     ("aten.index.Tensor", [np.zeros(3), np.array([True, False, True])], {}, "integer tensors"),
     ("aten.var.correction", [np.ones(1)], {}, "not finite"),
+    ("aten.softplus.default", [np.ones(1)], {"beta": 0}, "beta 0"),
     ("aten.amax.default", [np.zeros((2, 0))], {}, "empty"),
     ("aten.arange.start", [], {"start": 0.0, "end": 1}, "integer bounds"),
     ("aten.arange.start", [], {"start": 3, "end": 1}, "integer bounds"),
