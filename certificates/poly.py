@@ -56,8 +56,8 @@ def to_fraction(x):
     """Exact rational (``Q``) of a Python/numpy number; floats by their shortest decimal text."""
     if isinstance(x, Q):
         return x
-    if isinstance(x, (bool, int, Fraction)):
-        return Q(x if not isinstance(x, bool) else int(x))
+    if isinstance(x, (bool, numbers.Integral, Fraction)) or getattr(getattr(x, "dtype", None), "kind", "f") in "biu":
+        return Q(x if isinstance(x, Fraction) else int(x))   # numpy integers exactly, never through float
     f = float(x)
     if not math.isfinite(f):
         raise Unsupported(f"non-finite constant {f}")

@@ -260,3 +260,12 @@ def test_random_dtype_chains_agree_with_torch():
         accepted += holds
     assert compared >= 400 and accepted >= 50 and refused >= 10, (compared, accepted, refused)
     assert time.monotonic() - t0 < 30
+
+
+def test_numpy_integers_become_rationals_exactly():
+    """numpy integers are not ``int``: they went through float and lost bits above 2^53."""
+    from certificates.poly import to_fraction
+
+    assert to_fraction(np.int64(2**60 + 1)) == 2**60 + 1
+    assert to_fraction(np.uint64(2**64 - 1)) == 2**64 - 1
+    assert to_fraction(np.bool_(True)) == 1
