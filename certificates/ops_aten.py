@@ -4,16 +4,18 @@ orders of real values (``max.dim`` indices), randomness and uninitialized values
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
+from .box import call
 from .dtypes import bounds, cast
 from .ops import (INT_DTYPES, REQ, _along_dim, _dim, _exp, _fail_if, _integral, _lift, _log, _maximum, _red_dims,
                   _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
 from .ops_grad import _same2, _step
 from .poly import Rat, to_fraction
+
+_MAX = np.frompyfunc(lambda u, v: call("max", u, v), 2, 1)
 
 
 def _ew(targets: str, fn, attrs: dict | None = None) -> None:
@@ -73,12 +75,9 @@ op("aten.cumsum.default", "self", {"dim": REQ, "dtype": None}, shape=_along_dim)
 
 def _max_over(x, dims: list[int], keep: bool):
     _fail_if(x.size == 0, "max of an empty tensor")
-    if x.ndim == 0 or not is_sym(x):
-        return np.max(x, axis=tuple(dims), keepdims=keep) if x.ndim else x
-    m = np.moveaxis(x, dims, list(range(x.ndim - len(dims), x.ndim)))
-    m = m.reshape(m.shape[:x.ndim - len(dims)] + (-1,))
-    out = functools.reduce(_maximum, [m[..., i] for i in range(m.shape[-1])])
-    return np.asarray(out, dtype=object).reshape(_red_shape([x.shape], {"dim": dims, "keepdim": keep})[0])
+    for d in sorted(dims if x.ndim else [], reverse=True):  # the last first: the others keep their index
+        x = (_MAX.reduce if is_sym(x) else np.maximum.reduce)(x, axis=d, keepdims=keep)
+    return np.asarray(x)
 
 
 def _max_dim(xs, a):
@@ -120,8 +119,9 @@ def _arange_n(a) -> int:
     return n
 
 
-op("aten.arange.start aten.arange.start_step aten.arange.default", "", {"start": 0, "end": REQ, "step": 1, "dtype": None},
-   shape=lambda s, a: [(_arange_n(a),)])(lambda xs, a: [a["start"] + a["step"] * np.arange(_arange_n(a), dtype=np.int64)])
+op("aten.arange.start aten.arange.start_step aten.arange.default", "", {"start": 0, "end": REQ, "step": 1,
+   "dtype": None}, shape=lambda s, a: [(_arange_n(a),)])(
+    lambda xs, a: [a["start"] + a["step"] * np.arange(_arange_n(a), dtype=np.int64)])
 
 
 def _never(xs, a):

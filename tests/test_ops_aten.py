@@ -18,7 +18,8 @@ CASES = {
     "aten.abs.default": lambda r: Case([fl(r, *rshape(r))], {}, lambda t: A.abs.default(*t)),
     "aten.sgn.default": lambda r: Case([small(r, *rshape(r))], {}, lambda t: A.sgn.default(*t)),
     "aten.sign.default": lambda r: Case([fl(r, *rshape(r))], {}, lambda t: A.sign.default(*t)),
-    "aten.clamp.default": lambda r: Case([fl(r, 3, 4)], {"min": -0.5, "max": 1.25}, lambda t: A.clamp.default(t[0], -0.5, 1.25)),
+    "aten.clamp.default": lambda r: Case([fl(r, 3, 4)], {"min": -0.5, "max": 1.25},
+                                         lambda t: A.clamp.default(t[0], -0.5, 1.25)),
     "aten.clamp_min.default": lambda r: Case([fl(r, 5)], {"min": 0.25}, lambda t: A.clamp_min.default(t[0], 0.25)),
     "aten.clamp_max.default": lambda r: Case([fl(r, 5)], {"max": -0.75}, lambda t: A.clamp_max.default(t[0], -0.75)),
     "aten.log1p.default": lambda r: Case([fl(r, 2, 3, lo=-0.9, hi=3)], {}, lambda t: A.log1p.default(*t)),
@@ -35,8 +36,8 @@ CASES = {
     "aten.cumsum.default": lambda r: Case([fl(r, 3, 4)], {"dim": -1}, lambda t: A.cumsum.default(t[0], -1)),
     "aten.var.correction": lambda r: Case([fl(r, 3, 4)], {"dim": [1], "correction": 0, "keepdim": True},
                                           lambda t: A.var.correction(t[0], [1], correction=0, keepdim=True)),
-    "aten.slice_scatter.default": lambda r: Case([fl(r, 5, 3), fl(r, 2, 3)], {"dim": 0, "start": 1, "end": 5, "step": 2},
-                                                 lambda t: A.slice_scatter.default(t[0], t[1], 0, 1, 5, 2)),
+    "aten.slice_scatter.default": lambda r: Case([fl(r, 5, 3), fl(r, 2, 3)],
+                                                 {"dim": 0, "start": 1, "end": 5, "step": 2}, lambda t: A.slice_scatter.default(t[0], t[1], 0, 1, 5, 2)),
     "aten.index.Tensor": lambda r: Case([fl(r, 4, 3), r.integers(-4, 4, (2, 2)), r.integers(0, 3, (2,))], {},
                                         lambda t: A.index.Tensor(t[0], [t[1], t[2]])),
     "aten.scatter.src": lambda r: Case([fl(r, 3, 4), np.array([[2, 0], [1, 3]]), fl(r, 2, 3)], {"dim": 1},
@@ -58,7 +59,8 @@ INT_OPS = {  # target: (attrs, torch reference, dtypes)
     "aten.abs.default": ({}, lambda x: A.abs.default(x), "int8 int16 int32 int64"),
     "aten.sign.default": ({}, lambda x: A.sign.default(x), "int8 uint8 int16 int32 int64 bool"),
     "aten.sgn.default": ({}, lambda x: A.sgn.default(x), "int8 uint8 int16 int32 int64 bool"),
-    "aten.clamp.default": ({"min": 0, "max": 127}, lambda x: A.clamp.default(x, 0, 127), "int8 uint8 int16 int32 int64"),
+    "aten.clamp.default": ({"min": 0, "max": 127}, lambda x: A.clamp.default(x, 0, 127),
+                           "int8 uint8 int16 int32 int64"),
     "aten.clamp_min.default": ({"min": 1}, lambda x: A.clamp_min.default(x, 1), "uint8 int64"),
     "aten.clamp_max.default": ({"max": 0}, lambda x: A.clamp_max.default(x, 0), "int8 uint8 int64"),
     "aten.bitwise_not.default": ({}, lambda x: A.bitwise_not.default(x), "int8 uint8 int16 int32 int64 bool"),
@@ -71,7 +73,8 @@ INT_OPS = {  # target: (attrs, torch reference, dtypes)
 
 def _edge_matrix(d: str) -> np.ndarray:
     v = EDGE[d]
-    return np.array([[v[(i + j) % len(v)] for j in range(len(v))] for i in range(3)], dtype=bool if d == "bool" else np.int64)
+    rows = [[v[(i + j) % len(v)] for j in range(len(v))] for i in range(3)]
+    return np.array(rows, dtype=bool if d == "bool" else np.int64)
 
 
 @pytest.mark.parametrize("target", sorted(INT_OPS))
@@ -167,4 +170,5 @@ def test_ops_lists_the_new_targets(capsys):
 
     assert main(["ops"]) == 0
     listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
-    assert set(CASES) | set(INT_OPS) | {"aten.arange.start", "aten.bernoulli_.float", "aten.empty_like.default"} <= listed
+    more = {"aten.arange.start", "aten.bernoulli_.float", "aten.empty_like.default"}
+    assert set(CASES) | set(INT_OPS) | more <= listed

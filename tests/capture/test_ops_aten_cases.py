@@ -43,12 +43,12 @@ def holds(spec, impl, x=(4, 3), i=None, sharded=True) -> bool:
 
 
 REV = lambda x: torch.zeros_like(x).scatter(1, (2 - torch.arange(3)).expand(x.shape[0], 3), x)  # noqa: E731
-ROWS = (torch.tensor(True),)
 CASES = {  # name: (spec, correct impl, wrong impl, holds kwargs)
     "abs": (torch.abs, lambda x: torch.abs(-x), lambda x: x.clamp(min=0), {}),
     "sgn": (lambda x: torch.sgn(x) * x, lambda x: x * torch.sign(x), torch.sgn, {}),
     "clamp": (lambda x: x.clamp(-0.5, 1), lambda x: x.clamp(max=1).clamp(min=-0.5), lambda x: x.clamp(-1, 0.5), {}),
-    "softplus_log1p": (lambda x: F.softplus(x, 2, 1) + torch.log1p(x * x), lambda x: torch.log1p(x * x) + F.softplus(x, 2, 1),
+    "softplus_log1p": (lambda x: F.softplus(x, 2, 1) + torch.log1p(x * x),
+                       lambda x: torch.log1p(x * x) + F.softplus(x, 2, 1),
                        lambda x: F.softplus(x, 2, 20) + torch.log1p(x * x), {}),
     "amax": (lambda x: x.amax(1), lambda x: x.amax(-1), lambda x: x[:, 1:].amax(1), {}),
     "cumsum": (lambda x: x.cumsum(1), lambda x: x.cumsum(-1), lambda x: x.cumsum(1) - x, {}),
@@ -57,7 +57,8 @@ CASES = {  # name: (spec, correct impl, wrong impl, holds kwargs)
     "scatter_arange": (REV, lambda x: torch.cat([x[:, 2:], x[:, 1:2], x[:, :1]], 1),
                        lambda x: torch.cat([x[:, 2:], x[:, :1], x[:, 1:2]], 1), {}),
     "slice_scatter": (lambda x: torch.slice_scatter(x, x[:, :1] * 2, 1, 0, 3, 3),
-                      lambda x: torch.cat([x[:, :1] * 2, x[:, 1:]], 1), lambda x: torch.cat([x[:, :1], x[:, 1:] * 2], 1), {}),
+                      lambda x: torch.cat([x[:, :1] * 2, x[:, 1:]], 1),
+                      lambda x: torch.cat([x[:, :1], x[:, 1:] * 2], 1), {}),
     "index": (lambda x, i: x[i], lambda x, i: F.embedding(i, x), lambda x, i: F.embedding(i.clamp(max=2), x),
               {"x": (4, 2), "i": ((3,), torch.int64, (0, 4)), "sharded": False}),
     "max_dim_bitwise_not": (lambda x, i: torch.max(i, 1).values * 4 + torch.max(i, 1).indices + x.sum() * 0,

@@ -32,7 +32,8 @@ F2 = {"shape": [2], "dtype": "float32"}
 
 
 def test_int8_abs_of_the_minimum_wraps_as_torch():
-    g = _graph("aten.abs.default", {"shape": [2], "dtype": "int8", "range": [-128, 128]}, {"shape": [2], "dtype": "int8"}, {})
+    g = _graph("aten.abs.default", {"shape": [2], "dtype": "int8", "range": [-128, 128]},
+               {"shape": [2], "dtype": "int8"}, {})
     assert _run(g, [-128, -5]).tolist() == [-128, 5]   # torch.abs(int8 -128) is -128
 
 
