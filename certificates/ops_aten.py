@@ -124,14 +124,15 @@ op("aten.arange.start aten.arange.start_step aten.arange.default", "", {"start":
     lambda xs, a: [a["start"] + a["step"] * np.arange(_arange_n(a), dtype=np.int64)])
 
 
-def _never(xs, a):
-    _fail_if(True, "the values of an uninitialized tensor (empty) are undefined; none may be read")
+def _refuse(why: str):
+    return lambda xs, a: _fail_if(True, why)
 
 
+_EMPTY = _refuse("the values of an uninitialized tensor (empty) are undefined; none may be read")
 _SIZE = {"shape": lambda s, a: [tuple(a["size"])]}
-op("aten.empty.memory_format", "", {"size": REQ, "dtype": None}, **_SIZE)(_never)
-op("aten.new_empty_strided.default", "self", {"size": REQ, "stride": REQ, "dtype": None}, **_SIZE)(_never)
-op("aten.empty_like.default", "self", {"dtype": None}, shape=lambda s, a: [s[0]])(_never)
+op("aten.empty.memory_format", "", {"size": REQ, "dtype": None}, **_SIZE)(_EMPTY)
+op("aten.new_empty_strided.default", "self", {"size": REQ, "stride": REQ, "dtype": None}, **_SIZE)(_EMPTY)
+op("aten.empty_like.default", "self", {"dtype": None}, shape=lambda s, a: [s[0]])(_EMPTY)
 
 
 def _index_shape(s, a):
@@ -203,5 +204,4 @@ def _dropout(xs, a):
 op("aten.native_dropout.default", "input", {"p": REQ, "train": None}, outputs=2,
    shape=lambda s, a: [s[0], s[0]])(_dropout)
 op("aten.bernoulli_.float aten.bernoulli.p aten.bernoulli.default", "self", {"p": 0.5},
-   shape=lambda s, a: [s[0]])(lambda xs, a: _fail_if(True, "bernoulli is random: its values are not a function of "
-                                                            "its inputs"))
+   shape=lambda s, a: [s[0]])(_refuse("bernoulli is random: its values are not a function of its inputs"))
