@@ -734,8 +734,8 @@ class Replay:
                 if op in ("mad", "mad24"):
                     r += iv(2, dt)
             elif op in ("div", "rem"):
-                if b == 0:
-                    raise self.err(th, ins, "integer division by zero")
+                if b == 0 or (ty[0] == "s" and b == -1 and a == -(1 << (n - 1))):   # the ISA leaves both unspecified
+                    raise self.err(th, ins, "integer division by zero or overflow (unspecified in PTX)")
                 q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
                 r = q if op == "div" else a - q * b
             elif op == "shl":

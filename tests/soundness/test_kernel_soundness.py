@@ -294,6 +294,16 @@ def test_mul24_is_exact(tmp_path, t, mode):
     assert ok, detail
 
 
+@pytest.mark.parametrize("op", ["div.s32", "rem.s32"])
+def test_signed_division_overflow_is_refused(tmp_path, op):
+    """INT_MIN / -1 has no s32 result; the ISA does not say what the hardware gives (as for / 0)."""
+    body = intop(op, -2**31, -1)
+    _, r = check(tmp_path, const(-2**31 if op == "div.s32" else 0), body)
+    assert r.verdict != "equivalent" and "unspecified" in r.message, r.message
+    ref = intop(op, -2**31, 1)
+    rejected(with_ptx(certify(tmp_path, ref, ref), body), tmp_path, "unspecified")
+
+
 WIDTH_VARIANTS = [   # (a, b): one instruction's variants that differ in value on these operands
     ("mul24.hi.u32", "mul.hi.u32"), ("mul24.lo.u32", "mul.lo.u32"), ("mul24.hi.u32", "mul24.hi.s32"),
     ("mul24.lo.u32", "mul24.hi.u32"), ("mul.hi.u32", "mul.hi.s32"), ("shr.u32", "shr.s32"),
