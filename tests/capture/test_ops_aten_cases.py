@@ -56,6 +56,7 @@ CASES = {  # name: (spec, correct impl, wrong impl, holds kwargs)
                        lambda x: torch.log1p(x * x) + F.softplus(x, 2, 1),
                        lambda x: F.softplus(x, 2, 20) + torch.log1p(x * x), {}),
     "amax": (lambda x: x.amax(1), lambda x: x.amax(-1), lambda x: x[:, 1:].amax(1), {}),
+    "max_values": (lambda x: x.max(1).values, lambda x: x.amax(-1), lambda x: x[:, :2].max(1).values, {}),
     "cumsum": (lambda x: x.cumsum(1), lambda x: x.cumsum(-1), lambda x: x.cumsum(1) - x, {}),
     "tril": (lambda x: x.tril(-1), lambda x: x.tril(-1), lambda x: x.tril(0), {"x": (2, 3, 3)}),
     "var": (lambda x: x.var(1), lambda x: x.var(-1, correction=1), lambda x: x.var(1, correction=0), {}),

@@ -370,6 +370,9 @@ class Converter:
             return self._index_put(n, bound, where)
         if t == "aten.index.Tensor":
             return self._index(n, bound)
+        if t == "aten.max.dim" and all(u.target is operator.getitem and u.args[1] == 0
+                                       for u in n.users if self.pos[u] in self.uses[n]):
+            return self._max_values(n, bound)
         if t in ("aten.slice_backward.default", "aten.select_backward.default"):
             return self._slice_backward(n, t, bound, where)
         if t in SCALAR_SELF and not isinstance(bound[0][1], torch.fx.Node) \
@@ -489,6 +492,14 @@ class Converter:
             return None
         outs = self._emit("op", "aten.index.Tensor", [self._val(x)] + [self._val(i) for i in idx], n)
         self.env[n] = outs[0]
+        return outs
+
+    def _max_values(self, n, bound) -> list[str]:
+        """``max.dim`` whose indices are unused: ``amax`` over the dim (exact over symbolic reals too)."""
+        a = {arg.name: v for arg, v, _ in bound}
+        outs = self._emit("op", "aten.amax.default", [self._val(a["self"])], n,
+                          {"dim": [a["dim"]], "keepdim": a["keepdim"]}, vals=[n.meta["val"][0]])
+        self.env[n] = [outs[0], UNSUP]
         return outs
 
     def _slice_backward(self, n, t, bound, where) -> list[str] | None:
