@@ -49,7 +49,7 @@ from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 LN2 = apply("log", 2)
 INV_LN2 = Rat.of(1) / LN2
 LOG2E_F32_BITS = 0x3FB8AA3B
-MAX_STEPS = 50_000_000
+MAX_STEPS = 400_000_000   # per CTA: a runaway loop guard (a naive SGEMM CTA at K = 4096 takes 96M)
 
 SHARED_BASE = 0x1000
 GLOBAL_BASE = 1 << 40
