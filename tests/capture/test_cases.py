@@ -111,7 +111,7 @@ def test_unsupported_op_named(tmp_path):
 
         class M(torch.nn.Module):
             def forward(self, x):
-                return torch.cumsum(x, 0) + torch.special.erfinv(x)
+                return torch.cumprod(x, 0) + torch.special.erfinv(x)
 
         CASE = CaptureCase(name="bad", spec=M, impl=lambda r, w: M(), world_size=2, inputs={"x": (2, 2)},
                            input_relation={"x": ["x@r0"]}, expect={})
@@ -120,7 +120,7 @@ def test_unsupported_op_named(tmp_path):
         load_case(p)
     msg = str(e.value)
     assert "\n" not in msg and p in msg
-    assert "aten.cumsum.default" in msg and "aten.erfinv.default" in msg and "bad_spec" in msg
+    assert "aten.cumprod.default" in msg and "aten.erfinv.default" in msg and "bad_spec" in msg
 
 
 def test_data_dependent_control_flow(tmp_path):
