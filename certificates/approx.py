@@ -1,14 +1,12 @@
 """Approximations a user chooses (docs/training.md): a claim with ``"approximations"`` says "impl refines
-approx(spec)"; each listed rewrite of the exact spec graph (``local-batch-norm``: a batch norm and its
-backward split into ``groups`` on contiguous samples; ``node-limited-routing``: a route node gets ``nodes``
-and ``limit``) is applied here before anything is checked, so the assumption cannot be bent."""
+approx(spec)"; each listed rewrite (``RULES``) of the exact spec is applied here before anything is checked."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .chain import replay_refinement
-from .errors import Malformed
+from .errors import Malformed, fail_if
 from .graph import parse_graph
 from .limits import Limits
 from .obligations import graph_value
@@ -38,8 +36,7 @@ def describe(approximations: list[dict]) -> str:
 
 def apply(graph: dict, approximations: Any, where: str) -> dict:
     """``graph`` (graph JSON) with every approximation applied; the input is not changed."""
-    if not isinstance(approximations, list):
-        raise Malformed(where, "'approximations' must be a list")
+    fail_if(not isinstance(approximations, list), Malformed, where, "'approximations' must be a list")
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list) \
             or not isinstance(graph.get("tensors"), dict):
         raise Malformed(where, "the spec is not a graph with 'nodes' and 'tensors'")
@@ -85,8 +82,7 @@ def _split(g: dict, node: dict, i: int, k: int, where: str) -> str:
 
 
 def _fresh(g: dict, name: str, meta: dict, where: str) -> str:
-    if name in g["tensors"]:
-        raise Malformed(where, f"the rewrite's tensor name '{name}' is already taken")
+    fail_if(name in g["tensors"], Malformed, where, f"the rewrite's tensor name '{name}' is already taken")
     g["tensors"][name] = meta
     return name
 
@@ -104,8 +100,7 @@ def _local_batch_norm(g: dict, a: dict, where: str) -> None:
         raise Malformed(where, f"no single {FWD} node named {name!r}")
     fwd = g["nodes"].pop(at[0])
     ins, outs = list(fwd.get("inputs", [])) + [None] * 5, fwd.get("outputs", [])
-    if len(outs) != 3:
-        raise Malformed(where, f"node {name!r} must have 3 outputs")
+    fail_if(len(outs) != 3, Malformed, where, f"node {name!r} must have 3 outputs")
     y, mean, rstd = outs
     users = [n for n in g["nodes"] if isinstance(n, dict) and {mean, rstd} & set(n.get("inputs") or [])]
     if len(users) != 1 or users[0].get("target") != BWD or (users[0].get("inputs") or [None] * 7)[5:7] != [mean, rstd]:

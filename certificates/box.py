@@ -1,10 +1,5 @@
-"""Witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]``, exact at points.
-
-Arithmetic is exact on the endpoints (others rounded outward to 60 bits); a value this cannot decide (a
-divisor, log or sqrt argument not shown in its domain) raises ``ArithmeticError``. exp, log, sqrt of a
-rational are enclosed at both ends (increasing), ``SMOOTH`` functions (Lipschitz <= 2) at the midpoint
-widened by the width: libm values widened by 2^-30 (1 + |v|), far beyond libm's error (arguments of exp
-and ``SMOOTH`` up to 2^12); other functions are refused (docs/certificates.md)."""
+"""Witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]``, exact at points; what is not
+decided raises ``ArithmeticError`` (docs/certificates.md, "The definedness witness is exact")."""
 
 from __future__ import annotations
 

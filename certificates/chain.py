@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from . import refinement
-from .errors import Rejected, Unsupported, field
+from .errors import Rejected, Unsupported, fail_if, field
 from .graph import Graph, Node, _fail_if, evaluate
 from .limits import Limits
 from .obligations import decide, graph_artifact, integer_ranges, key, obligation, subgraph, summary
@@ -16,9 +16,8 @@ from .refinement import Outcome, Relation, check
 
 
 def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
-    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone:
-    those nodes run on every assignment of the integer inputs, as whole-graph evidence enumerates
-    them (none when that exceeds ``limits.max_assignments`` or a run fails)."""
+    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone, over every
+    assignment of those (none past ``limits.max_assignments`` or if a run fails; docs/refinement.md)."""
     ints = [t for t in g.inputs if g.tensors[t].is_int]
     doms = [(range(*(g.tensors[t].range or (0, 2))), math.prod(g.tensors[t].shape)) for t in ints]
     if not ints or math.prod(len(d) ** n for d, n in doms) > limits.max_assignments:
@@ -44,9 +43,8 @@ def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
 
 
 class Chain:
-    """Decides local obligations, once per canonical key. Which equation of an input binds first decides
-    which copies are tied to the spec's values; every order is a sound hypothesis, so a failed obligation
-    is retried with each other equation first (``obligations.decide``) and holds if any order proves it."""
+    """Decides local obligations, once per canonical key; a failed one is retried under each other order of
+    its hypotheses (``obligations.decide``; docs/refinement.md, "Local obligations")."""
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
         self.spec, self.impl, self.limits = spec, impl, limits
@@ -81,8 +79,7 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
     """Replay a refinement claim; ``spec``: the spec graph already rewritten by the claim's approximations
     (``approx.replay``, the refinement kind's entry), which are refused here otherwise (template blocks)."""
     if spec is None:
-        if claim.get("approximations"):
-            raise Rejected("approximations are not allowed in this claim")
+        fail_if(claim.get("approximations"), Rejected, "approximations are not allowed in this claim")
         spec = graph_artifact(arts, claim.get("spec"), where, limits)
     impl = graph_artifact(arts, claim.get("impl"), where, limits)
     rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation",
@@ -113,8 +110,7 @@ def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str
         raise Rejected(f"evidence obligations do not match the claim's output relation: {extra}")
     outcomes = refinement.check(spec, impl, rin, rout, limits)
     for o in outcomes:
-        if not o.holds:
-            raise Rejected(o.failure)
+        fail_if(not o.holds, Rejected, o.failure)
         if claimed[(o.spec, o.expr)] != o.elements:
             raise Rejected(f"evidence says {claimed[(o.spec, o.expr)]} elements for {o.spec} = {o.expr}, "
                            f"replay found {o.elements}")
@@ -142,19 +138,15 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
             if t is not None and t not in known:
                 raise Rejected(f"step '{name}' uses '{t}' before the step that produces it")
         for t in node.outputs:
-            if t not in rel:
-                raise Rejected(f"relation incomplete: no clean expression for '{t}' (output of '{name}')")
+            fail_if(t not in rel, Rejected, f"relation incomplete: no clean expression for '{t}' (output of '{name}')")
             known.add(t)
         for o in prover.prove(rel, node, {t: rel[t] for t in node.outputs}):
-            if not o.holds:
-                raise Rejected(f"step '{name}' ({node.target}): {o.failure}")
+            fail_if(not o.holds, Rejected, f"step '{name}' ({node.target}): {o.failure}")
             outcomes.append(o)
     for t in rout:
-        if t not in rel:
-            raise Rejected(f"expectation on '{t}', which the relation does not cover")
+        fail_if(t not in rel, Rejected, f"expectation on '{t}', which the relation does not cover")
     for o in prover.prove(rel, None, rout):
-        if not o.holds:
-            raise Rejected(f"expectation not met: {o.failure}")
+        fail_if(not o.holds, Rejected, f"expectation not met: {o.failure}")
         outcomes.append(o)
     # each step assumed its operator's conditions: all at once
     if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):

@@ -40,6 +40,12 @@ class Rejected(CheckError):
     exit_code = REJECT
 
 
+def fail_if(bad, exc: type, *args) -> None:
+    """Raise ``exc(*args)`` if ``bad``."""
+    if bad:
+        raise exc(*args)
+
+
 def field(obj: Any, key: str, kind, where: str) -> Any:
     """``obj[key]``, which must exist and be a ``kind``; else ``Malformed``."""
     if not isinstance(obj, dict) or key not in obj or not isinstance(obj[key], kind):

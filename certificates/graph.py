@@ -240,9 +240,8 @@ def _toposort(nodes: list[Node], inputs: list[str], where: str) -> tuple[list[No
             producer[t] = node
     for node in nodes:
         for t in node.inputs:
-            if t is not None and t not in producer and t not in given:
-                raise Malformed(where, f"node '{node.name}': input '{t}' is dangling "
-                                       "(neither a graph input nor produced by a node)")
+            _fail_if(t is not None and t not in producer and t not in given, where,
+                     f"node '{node.name}': input '{t}' is dangling (neither a graph input nor produced by a node)")
     deps = {n.name: sorted({producer[t].name for t in n.inputs if t in producer}) for n in nodes}
     by_name, order, state = {n.name: n for n in nodes}, [], {}  # state: 1 on the stack, 2 done
     for start in nodes:  # iterative DFS; a node reached again while on the stack closes a cycle

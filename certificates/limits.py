@@ -10,7 +10,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 
-from .errors import LimitExceeded, Malformed
+from .errors import LimitExceeded, Malformed, fail_if
 
 
 @dataclass
@@ -70,16 +70,13 @@ def parse_json(text: str, where: str, limits: Limits = DEFAULT):
 
 
 def read_bytes(path: str, limits: Limits = DEFAULT) -> bytes:
-    """Read a regular file no larger than ``limits.max_bytes``.
-
-    Opened without blocking (a FIFO would wait for a writer), then checked on the open file:
-    FIFOs, devices, directories and links to them are refused."""
+    """Read a regular file no larger than ``limits.max_bytes``; opened without blocking (a FIFO would wait
+    for a writer), then FIFOs, devices, directories and links to them refused on the open file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise Malformed(path, "not a regular file (a FIFO, device or directory)")
+            fail_if(not stat.S_ISREG(st.st_mode), Malformed, path, "not a regular file (a FIFO, device or directory)")
             if st.st_size > limits.max_bytes:
                 raise LimitExceeded(f"{path}: {st.st_size} bytes exceeds the limit of {limits.max_bytes}")
             data = f.read(limits.max_bytes + 1)

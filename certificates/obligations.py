@@ -1,9 +1,5 @@
-"""Local obligations of per-operator refinement (refinement, staged and template claims; docs/refinement.md).
-
-A spec operator ``v``'s obligation: for all values of the impl tensors that ``R[inputs]`` names (the
-*frontier*) satisfying it, and of any other leaf, the impl cone the checker cuts from the frontier to
-``R[outputs]`` computes ``R[outputs]`` from ``v``'s result; agda/Composition chains them. ``key`` renames
-every tensor by first appearance: obligations equal modulo renaming are decided once."""
+"""Local obligations of per-operator refinement (refinement, staged and template claims): the impl cone from
+the frontier, decided once per ``key`` (docs/refinement.md, "Local obligations"; agda/Composition)."""
 
 from __future__ import annotations
 

@@ -208,10 +208,8 @@ _binary("aten.maximum.default", _maximum)
 for _n, _f in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                "eq": np.equal, "ne": np.not_equal}.items():
     _binary(f"aten.{_n}.Tensor aten.{_n}.Scalar", lambda x, y, f=_f: _concrete(f, x, y))
-_binary("aten.logical_or.default", lambda x, y: _concrete(np.logical_or, x, y))
-_binary("aten.logical_and.default", lambda x, y: _concrete(np.logical_and, x, y))
-_binary("aten.bitwise_or.Tensor", lambda x, y: _concrete(np.bitwise_or, x, y))  # bits of integers
-_binary("aten.bitwise_and.Tensor", lambda x, y: _concrete(np.bitwise_and, x, y))
+for _t in ("logical_or.default", "logical_and.default", "bitwise_or.Tensor", "bitwise_and.Tensor"):  # bitwise: of ints
+    _binary(f"aten.{_t}", lambda x, y, f=getattr(np, _t.split(".")[0]): _concrete(f, x, y))
 
 
 def _unary(targets: str, fn: Callable, attrs: dict | None = None) -> None:
@@ -227,16 +225,12 @@ def _pow(x, a):
     return x ** int(e) if not is_sym(x) else np.frompyfunc(lambda v: v ** int(e), 1, 1)(x)
 
 
-_unary("aten.neg.default", lambda x, a: -x)
-_unary("aten.exp.default", lambda x, a: _exp(x))
-_unary("aten.log.default", lambda x, a: _log(x))
-_unary("aten.sqrt.default", lambda x, a: _sqrt(x))
-_unary("aten.rsqrt.default", lambda x, a: 1 / _sqrt(x))
-_unary("aten.reciprocal.default", lambda x, a: 1 / x)
-_unary("aten.tanh.default", lambda x, a: _tanh(x))
-_unary("aten.sigmoid.default", lambda x, a: _sigmoid(x))
-_unary("aten.silu.default", lambda x, a: x * _sigmoid(x))
-_unary("aten.relu.default", lambda x, a: _relu_sym(x) if is_sym(x) else np.maximum(x, 0.0))
+# cos and sin: for captured rotary embeddings (their atoms' numeric meaning is in poly.NUMERIC)
+for _n, _f in {"neg": lambda x: -x, "exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": lambda x: 1 / _sqrt(x),
+               "reciprocal": lambda x: 1 / x, "tanh": _tanh, "sigmoid": _sigmoid, "silu": lambda x: x * _sigmoid(x),
+               "relu": lambda x: _relu_sym(x) if is_sym(x) else np.maximum(x, 0.0),
+               "cos": _map("cos", np.cos), "sin": _map("sin", np.sin)}.items():
+    _unary(f"aten.{_n}.default", lambda x, a, f=_f: f(x))
 _unary("aten.gelu.default", lambda x, a: (_gelu_tanh if a["approximate"] == "tanh" else _gelu)(x),
        {"approximate": "none"})
 _unary("aten.logical_not.default", lambda x, a: _concrete(lambda p, q: np.logical_not(p), x, x))

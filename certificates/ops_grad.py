@@ -131,9 +131,3 @@ def _nll_backward(xs, a):
         out[i, k] = -(g0[i] if a["reduction"] == 0 else g0[0] / tw.reshape(-1)[0] if a["reduction"] == 1
                       else g0[0])
     return [out.reshape(x.shape)]
-
-
-# Forward ops that captured real models (Llama's rotary embedding) need and ops.py lacks;
-# the atoms sin/cos already have their numeric meaning in poly.NUMERIC.
-op("aten.cos.default", "self", shape=lambda s, a: [s[0]])(lambda xs, a: [_map("cos", np.cos)(xs[0])])
-op("aten.sin.default", "self", shape=lambda s, a: [s[0]])(lambda xs, a: [_map("sin", np.sin)(xs[0])])

@@ -14,7 +14,7 @@ import numpy as np
 from . import terms
 from .box import Box, boxes
 from .dtypes import bounds
-from .errors import LimitExceeded, Malformed, Unsupported
+from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
 from .poly import Q, Rat, side_conditions, substitute
@@ -26,13 +26,11 @@ Relation = dict[str, list[terms.Term]]
 def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
                    limits: Limits = DEFAULT) -> Relation:
     """Parse ``{spec tensor: [clean expression, ...]}`` and check names and shapes."""
-    if not isinstance(obj, dict):
-        raise Malformed(where, "relation must be an object {spec tensor: [expressions]}")
+    fail_if(not isinstance(obj, dict), Malformed, where, "relation must be an object {spec tensor: [expressions]}")
     rel: Relation = {}
     for name, exprs in obj.items():
         what = f"{where}: relation of '{name}'"
-        if name not in spec.tensors:
-            raise Malformed(what, f"'{name}' is not a tensor of spec graph '{spec.name}'")
+        fail_if(name not in spec.tensors, Malformed, what, f"'{name}' is not a tensor of spec graph '{spec.name}'")
         if inputs_only and name not in spec.inputs:
             raise Malformed(what, f"'{name}' is not an input of spec graph '{spec.name}'")
         if not isinstance(exprs, list) or not exprs:
@@ -41,17 +39,15 @@ def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
         for text in exprs:
             t = terms.parse(text, what, limits)
             for r in terms.refs(t):
-                if r not in impl.tensors:
-                    raise Malformed(what, f"'{r}' is not a tensor of impl graph '{impl.name}'")
+                fail_if(r not in impl.tensors, Malformed, what, f"'{r}' is not a tensor of impl graph '{impl.name}'")
                 if inputs_only and r not in impl.inputs:
                     raise Malformed(what, f"'{r}' is not an input of impl graph '{impl.name}'")
             try:
                 shape = terms.infer_shape(t, lambda n: impl.tensors[n].shape)
             except terms.TermError as e:
                 raise Malformed(what, f"{t}: {e}") from None
-            if shape != spec.tensors[name].shape:
-                raise Malformed(what, f"{t} has shape {list(shape)}, '{name}' has "
-                                      f"{list(spec.tensors[name].shape)}")
+            fail_if(shape != spec.tensors[name].shape, Malformed, what,
+                    f"{t} has shape {list(shape)}, '{name}' has {list(spec.tensors[name].shape)}")
             if spec.tensors[name].is_int != any(impl.tensors[r].is_int for r in terms.refs(t)):
                 raise Malformed(what, f"{t} mixes integer and real tensors")
             rel[name].append(t)
@@ -64,17 +60,14 @@ def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
 
 
 def _check_ranges(rel: Relation, spec: Graph, impl: Graph, where: str) -> None:
-    """Ranges are part of the claim: declared on the spec's inputs and carried through the
-    input relation (clean expressions move values), so each integer impl input must declare
-    exactly the range of every spec input related to it; none may be declared by the impl alone."""
+    """Integer ranges are declared on the spec and carried to the impl (docs/certificates.md, "Integer ranges")."""
     carried: set[str] = set()
     for name, exprs in rel.items():
         if not spec.tensors[name].is_int:
             continue
         for t in exprs:
-            if _uses(t, ("sum", "mean", "scale")):
-                raise Malformed(f"{where}: relation of '{name}'", f"{t} sums or scales integer tensors "
-                                "(that does not carry the spec's range)")
+            fail_if(_uses(t, ("sum", "mean", "scale")), Malformed, f"{where}: relation of '{name}'",
+                    f"{t} sums or scales integer tensors (that does not carry the spec's range)")
             for r in terms.refs(t):
                 want, got = ((0, 2) if v.dtype == "bool" else v.range for v in (spec.tensors[name], impl.tensors[r]))
                 if got != want:
@@ -94,9 +87,8 @@ def _uses(t: terms.Term, fns: tuple[str, ...]) -> bool:
 
 def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, Tensor], object],
                 limits: Limits = DEFAULT, strict: bool = True) -> tuple[dict, dict]:
-    """Input values ``(spec_env, impl_env)`` satisfying ``rel``; ``fresh(label, tensor)`` makes the free value
-    of one impl input element. A further expression binds element by element, one still-free impl element
-    of each equation solved for; one that cannot bind is an error if ``strict``, else left out (weaker)."""
+    """Input values ``(spec_env, impl_env)`` satisfying ``rel`` (binding: docs/refinement.md, "Local obligations");
+    ``fresh(label, tensor)`` makes one free impl input element; an unbindable equation fails if ``strict``."""
     impl_env = {}
     for n in impl.inputs:
         t = impl.tensors[n]
@@ -119,8 +111,7 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
             c, u = terms.factor(t)  # t = c * u with c != 0: u is bound to value / c; a scale inside u is not
             elements = [] if _uses(u, ("scale", "mean")) else list(_labels(u, impl, offset).ravel())
             problem = _binding_problem(elements, taken, flat) if elements else "scales a part of a move or sum"
-            if problem is not None and strict:
-                raise Unsupported(f"relation of '{name}': {t} {problem}")
+            fail_if(problem is not None and strict, Unsupported, f"relation of '{name}': {t} {problem}")
             for labs, val in zip(elements, spec_env[name].ravel() * (1 / c) if c != 1 else spec_env[name].ravel()):
                 free = [lab for lab in labs if lab not in taken]
                 if not free or len(set(labs)) != len(labs):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field as dc_field
 from typing import Any, Callable
 
 from . import FORMAT, VERSION
-from .errors import CheckError, Malformed, Rejected, Unsupported, field
+from .errors import CheckError, Malformed, Rejected, Unsupported, fail_if, field
 from .limits import Limits, canonical_bytes, load_json, read_bytes
 
 
@@ -91,10 +91,8 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
         where = f"{path}: artifact #{i}"
         aid = field(a, "id", str, where)
         digest = field(a, "sha256", str, where)
-        if aid in arts:
-            raise Malformed(where, f"duplicate artifact id '{aid}'")
-        if ("embedded" in a) == ("path" in a):
-            raise Malformed(where, "needs exactly one of 'embedded' and 'path'")
+        fail_if(aid in arts, Malformed, where, f"duplicate artifact id '{aid}'")
+        fail_if(("embedded" in a) == ("path" in a), Malformed, where, "needs exactly one of 'embedded' and 'path'")
         if "embedded" in a:
             data, value = canonical_bytes(a["embedded"]), a["embedded"]
         else:
@@ -136,14 +134,12 @@ def _template(*args) -> str:
 CLAIMS: dict[str, Callable[..., str]] = {"refinement": _refinement, "kernel-equivalence": _kernel,
                                          "staged-refinement": _staged, "train-template": _template}
 def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] | None = None) -> list[ClaimResult]:
-    """Replay every claim of the certificate at ``path``; raises ``CheckError`` on bad input.
-
-    ``spec``: (a label, the sha256 values of the auditor's spec) that every claim's spec must have."""
+    """Replay every claim of the certificate at ``path``; raises ``CheckError`` on bad input. ``spec``: (a label,
+    the sha256 values of the auditor's spec) that every claim's spec must have."""
     limits = limits or Limits()
     limits.start = time.monotonic()
     cert = load_json(path, limits)
-    if not isinstance(cert, dict) or cert.get("format") != FORMAT:
-        raise Malformed(path, f"not a {FORMAT} file")
+    fail_if(not isinstance(cert, dict) or cert.get("format") != FORMAT, Malformed, path, f"not a {FORMAT} file")
     if cert.get("version") != VERSION:
         raise Malformed(path, f"certificate version {cert.get('version')!r}; this checker reads {VERSION}")
     field(cert, "header", dict, path)
@@ -151,8 +147,7 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
     evidence = field(cert, "evidence", dict, path)
     if cert.get("verdict") != "ACCEPT":
         return [ClaimResult("-", "-", False, f"certificate verdict is {cert.get('verdict')!r}, not 'ACCEPT'")]
-    if not claims:
-        raise Malformed(path, "no claims")
+    fail_if(not claims, Malformed, path, "no claims")
     try:
         arts = load_artifacts(cert, path, limits)
     except Rejected as e:
@@ -163,8 +158,7 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
         where = f"{path}: claim #{i}"
         cid, kind = field(claim, "id", str, where), field(claim, "kind", str, where)
         where = f"{path}: claim '{cid}'"
-        if cid in seen:
-            raise Malformed(where, "duplicate claim id")
+        fail_if(cid in seen, Malformed, where, "duplicate claim id")
         seen.add(cid)
         if kind not in CLAIMS:
             results.append(ClaimResult(cid, kind, False, f"unknown claim kind {kind!r}"))

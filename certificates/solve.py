@@ -1,17 +1,6 @@
-"""Deciding ``a == b`` for normal-form values: normal form, numeric probe, z3, cvc5.
-
-1. Equal normal forms: proved (exact).
-2. A numeric probe at a few random points: a clear difference refutes, with the point.
-3. z3 on ``a != b`` with atoms as uninterpreted functions (max as if-then-else):
-   unsat proves. cvc5 is asked where z3 answers unknown. A ``sat`` answer does not
-   refute (the model may interpret atoms unlike exp or tanh), so it stays unknown.
-
-Definedness (DESIGN.md rule 4): ``definedness`` checks that each side condition of the impl's
-partial operations (``poly.side_conditions``) follows from the spec's; the spec's are shown
-satisfiable apart (``refinement.spec_defined``). Only then may ``decide`` assume the spec's
-(``hyps``) and the denominators of ``a`` and ``b`` non-zero: each denominator is a product of
-divisors whose conditions were shown to hold.
-"""
+"""Deciding ``a == b`` for normal-form values: equal normal forms prove, a numeric probe refutes, then z3 and
+cvc5 (atoms uninterpreted; ``unsat`` proves, ``sat`` stays unknown). ``definedness`` and ``hyps``: DESIGN.md
+rule 4 (docs/certificates.md, replay step 7 and "Definedness")."""
 
 from __future__ import annotations
 

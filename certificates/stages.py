@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from . import obligations, refinement, shapes
-from .errors import Malformed, Rejected, field
+from .errors import Malformed, Rejected, fail_if, field
 from .limits import Limits, canonical_bytes
 
 
@@ -33,8 +33,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     unrelated = [t for t in spec.outputs if t not in rels["output"]]
     if unrelated:
         raise Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
-    if evidence.get("method") != "staged":
-        raise Rejected(f"evidence method {evidence.get('method')!r} is not 'staged'")
+    fail_if(evidence.get("method") != "staged", Rejected, f"evidence method {evidence.get('method')!r} is not 'staged'")
     classes = field(field(evidence, "reduction", dict, where), "classes", list, where)
     try:
         rspec, rimpl, red, out = shapes.reduce(arts[claim["spec"]][1], arts[claim["impl"]][1], spec, impl, rels,
@@ -47,8 +46,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Rejected(f"the reduced {side} graph derived from the reduction has another sha256")
     found = refinement.parse_relation(field(evidence, "relation", dict, where), rspec, rimpl,
                                       f"{where}: evidence relation", False, limits)
-    if set(found) & set(rspec.inputs):
-        raise Malformed(where, "evidence relation redefines a spec input")
+    fail_if(set(found) & set(rspec.inputs), Malformed, where, "evidence relation redefines a spec input")
     rel = {**red["input"], **found}
     raw = field(evidence, "stages", list, where)
     stages = [_stage(s, i, where) for i, s in enumerate(raw)]
@@ -60,7 +58,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     keys: list[str] = []
     outcomes: list = []
     for i, (op, by, elements, digest) in enumerate(stages):
-        node = by_name.get(op)
+        node, at = by_name.get(op), f"stage #{i} ({op or 'expectations'})"
         if node is None:
             goal = red["output"]
             missing = [t for t in goal if t not in rel]
@@ -70,25 +68,22 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             goal = {t: rel[t] for t in node.outputs if t in rel}
             missing += [t for t in node.outputs if t not in rel]
         if missing:
-            raise Rejected(f"stage #{i} ({op or 'expectations'}): '{missing[0]}' is not related before it")
+            raise Rejected(f"{at}: '{missing[0]}' is not related before it")
         ls, li, rin, rout = obligations.obligation(rspec, rimpl, rel, node, goal, ranges)
         keys.append(hashlib.sha256(obligations.key(ls, li, rin, rout).encode()).hexdigest())
-        if keys[i] != digest:
-            raise Rejected(f"stage #{i} ({op or 'expectations'}): its key is not the key of its obligation")
+        fail_if(keys[i] != digest, Rejected, f"{at}: its key is not the key of its obligation")
         if by != i:
-            if stages[by][1] != by or keys[by] != keys[i] or stages[by][2] != elements:
-                raise Rejected(f"stage #{i} ({op or 'expectations'}) is not the same obligation as "
-                                      f"stage #{by}, which is said to prove it")
+            fail_if(stages[by][1] != by or keys[by] != keys[i] or stages[by][2] != elements, Rejected,
+                    f"{at} is not the same obligation as stage #{by}, which is said to prove it")
             continue
-        if any(not es for es in rin.values()):
-            raise Rejected(f"stage #{i} ({op or 'expectations'}): an input relation cannot be used")
+        fail_if(any(not es for es in rin.values()), Rejected, f"{at}: an input relation cannot be used")
         outs = obligations.decide(ls, li, rin, rout, limits)
         bad = next((o for o in outs if not o.holds), None)
         if bad:
-            raise Rejected(f"stage #{i} ({op or 'expectations'}): {bad.failure}")
-        if sum(o.elements for o in outs) != elements:
-            raise Rejected(f"stage #{i}: evidence says {elements} elements, replay found "
-                                  f"{sum(o.elements for o in outs)}")
+            raise Rejected(f"{at}: {bad.failure}")
+        found_elements = sum(o.elements for o in outs)
+        fail_if(found_elements != elements, Rejected,
+                f"stage #{i}: evidence says {elements} elements, replay found {found_elements}")
         outcomes += outs
     # stages assumed their operators' conditions: all at once, at full size
     if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):

@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import LimitExceeded, Malformed
+from .errors import LimitExceeded, Malformed, fail_if
 from .limits import DEFAULT, Limits
 
 Shape = tuple[int, ...]
@@ -145,8 +145,7 @@ class TermError(ValueError):
 
 
 def _axis(d, n: int) -> int:
-    if not isinstance(d, int) or not -n <= d < n:
-        raise TermError(f"dim {d} out of range for rank {n}")
+    fail_if(not isinstance(d, int) or not -n <= d < n, TermError, f"dim {d} out of range for rank {n}")
     return d % n
 
 
@@ -177,8 +176,7 @@ def _apply(t: Call, xs: list, ops: dict):
         else:
             p, i, j = list(range(n)), _axis(kw["dim0"], n), _axis(kw["dim1"], n)
             p[i], p[j] = p[j], p[i]
-        if sorted(p) != list(range(n)):
-            raise TermError(f"{list(kw.get('dims', p))} is not a permutation of rank {n}")
+        fail_if(sorted(p) != list(range(n)), TermError, f"{list(kw.get('dims', p))} is not a permutation of rank {n}")
         return ops["transpose"](x, p)
     if t.fn == "reshape":
         s = tuple(kw["shape"])
@@ -191,8 +189,7 @@ def _apply(t: Call, xs: list, ops: dict):
             raise TermError(f"scale {kw['num']}/{kw['den']}: needs num != 0, den >= 1, in lowest terms")
         return ops["scale"](x, c)
     for y in xs[1:]:  # sum, mean
-        if shape_of(y) != s0:
-            raise TermError(f"{t.fn} of shapes {[list(shape_of(z)) for z in xs]}")
+        fail_if(shape_of(y) != s0, TermError, f"{t.fn} of shapes {[list(shape_of(z)) for z in xs]}")
     return ops["sum"](xs) if t.fn == "sum" else ops["scale"](ops["sum"](xs), Fraction(1, len(xs)))
 
 

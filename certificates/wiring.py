@@ -13,7 +13,7 @@ import numpy as np
 
 from . import terms
 from .chain import replay_refinement
-from .errors import LimitExceeded, Malformed, Rejected
+from .errors import LimitExceeded, Malformed, Rejected, fail_if
 from .graph import evaluate
 from .obligations import graph_artifact
 from .ops import INT_DTYPES
@@ -41,8 +41,7 @@ def formula(text, where: str) -> tuple[Fn, frozenset]:
     names: set[str] = set()
 
     def compile_(n: ast.AST, depth: int) -> Fn:
-        if depth > 32:
-            raise Malformed(where, f"formula {text!r}: nested too deeply")
+        fail_if(depth > 32, Malformed, where, f"formula {text!r}: nested too deeply")
         if isinstance(n, ast.BinOp) and type(n.op) in BINARY:
             f, g, op = compile_(n.left, depth + 1), compile_(n.right, depth + 1), BINARY[type(n.op)]
             return lambda e: op(f(e), g(e))
@@ -81,8 +80,7 @@ def formulas(v, where: str, k: str, n: int | None = None) -> tuple:
 
 def compile_body(body, where: str, count: list) -> list:
     """Statements -> ``(op, label, fields, rev)``, every field validated and compiled here, once."""
-    if not isinstance(body, list):
-        raise Malformed(where, "a body must be a list of statements")
+    fail_if(not isinstance(body, list), Malformed, where, "a body must be a list of statements")
     return [statement(s, f"{where}.{i}", count) for i, s in enumerate(body)]
 
 
@@ -138,8 +136,7 @@ class Run:
             raise Fault(f"a group of {size} ranks in a world of {self.world}")
         if ck not in self.cache:
             g = tuple(self.rank(ref, {**env, "j": j}) for j in range(size))
-            if not g or len(set(g)) != len(g):
-                raise Fault(f"group {[list(x) for x in g]} is empty or repeats a rank")
+            fail_if(not g or len(set(g)) != len(g), Fault, f"group {[list(x) for x in g]} is empty or repeats a rank")
             self.cache[ck] = g
         return self.cache[ck]
 
@@ -249,8 +246,7 @@ class Run:
         self.events += 1
         if self.events % 65536 == 0:
             self.limits.tick()
-            if self.events > MAX_EVENTS:
-                raise LimitExceeded(f"more than {MAX_EVENTS} events")
+            fail_if(self.events > MAX_EVENTS, LimitExceeded, f"more than {MAX_EVENTS} events")
 
     def program(self, r: tuple):
         env = {**self.dims, "d": r[0], "t": r[1], "p": r[2]}
@@ -330,8 +326,7 @@ def norm(exprs, where: str) -> list[str]:
 def check_interface(blocks: dict, graphs: dict, tp: int, where: str) -> None:
     """Each block claim's relations must be exactly the interface the wiring assumes."""
     fwd_in = blocks["fwd"].get("input_relation")
-    if not isinstance(fwd_in, dict):
-        raise Malformed(where, "block 'fwd' has no input relation")
+    fail_if(not isinstance(fwd_in, dict), Malformed, where, "block 'fwd' has no input relation")
     params, forms, spec = sorted(set(fwd_in) - {"h", "cos", "sin"}), {}, graphs["fwd"][0].tensors
     for n in params:      # a concat on one dim (the same form in every block), else replicated
         dims = range(len(spec[n].shape) if n in spec else 0)
@@ -406,8 +401,7 @@ def check_schedule(claim: dict, dims: dict, where: str, limits) -> Run:
     for d, t, lay in itertools.product(range(dims["dp"]), range(dims["tp"]), range(dims["L"])):
         if (d, t, lay) not in run.updated:
             raise Rejected(f"layer {lay} of replica {d} shard {t} is never updated")
-    if not run.metrics:
-        raise Rejected("no rank outputs the loss metric")
+    fail_if(not run.metrics, Rejected, "no rank outputs the loss metric")
     return run
 
 
