@@ -1,8 +1,6 @@
 """Approximations a user chooses (docs/training.md): a claim with ``"approximations"`` says "impl refines
 approx(spec)"; each listed rewrite (``RULES``) of the exact spec is applied here before anything is checked."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from .chain import replay_refinement

@@ -1,8 +1,6 @@
 """Replay of a ``refinement`` claim: whole-graph evidence (each output equation decided at once) or
 per-operator evidence (local obligations chained in topological order by ``Chain``)."""
 
-from __future__ import annotations
-
 import itertools
 import math
 import numpy as np

@@ -1,8 +1,6 @@
 """``pvcert replay CERT`` (``python -m certificates CERT``): exit 0 ACCEPT, 1 REJECT, 2 malformed input,
 3 resource limit. Replay runs in a child process killed at the time limit; it sends results as JSON."""
 
-from __future__ import annotations
-
 import argparse
 import hashlib
 import json

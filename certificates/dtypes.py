@@ -1,8 +1,5 @@
-"""Exact dtype semantics (docs/certificates.md): casts, integer wrap-around, the declared dtype of every result.
-Integers and booleans are concrete; floats are reals, never rounded (claims are "over the reals"), except
-a concrete integer converted to a float dtype. Anything else not exact for its dtype is refused."""
-
-from __future__ import annotations
+"""Exact dtype semantics (docs/certificates.md): casts, integer wrap-around, the declared dtype of every result;
+floats are reals (only an integer converted to a float is rounded); anything else inexact is refused."""
 
 import numpy as np
 

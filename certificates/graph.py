@@ -1,8 +1,6 @@
 """Graph IR v1 (docs/ir.md, schema/graph-v1.json): strict parsing, validation and evaluation. A plain node
 runs on one ``rank``; a collective names its ``group`` and has one input and output per member, in order."""
 
-from __future__ import annotations
-
 import math
 import re
 from dataclasses import dataclass, field

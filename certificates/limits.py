@@ -1,7 +1,5 @@
 """Resource limits of the checker and a bounded JSON reader."""
 
-from __future__ import annotations
-
 import json
 import math
 import os

@@ -1,8 +1,6 @@
 """Local obligations of per-operator refinement (refinement, staged and template claims): the impl cone from
 the frontier, decided once per ``key`` (docs/refinement.md, "Local obligations"; agda/Composition)."""
 
-from __future__ import annotations
-
 import dataclasses
 import json
 from collections import Counter

@@ -2,8 +2,6 @@
 ``Box`` (witnesses), floats (numeric) or ints/bools (always concrete). ``run(xs, a)``: ``a`` holds the
 attributes, ``_symbolic`` and for collectives ``_group`` (global ranks in member order)."""
 
-from __future__ import annotations
-
 import functools
 import math
 from dataclasses import dataclass, field

@@ -1,8 +1,6 @@
 """Backward operators kept whole by capture, in the style of ``ops.py``. New atoms (numeric meaning in
 ``poly.NUMERIC``): ``step(v)`` (1 if v > 0 else 0), ``gelu_grad`` and ``gelu_tanh_grad``."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

@@ -1,8 +1,5 @@
-"""Training operators kept whole by capture, in the style of ``ops.py`` (semantics: docs/ir.md):
-training-mode batch normalization and its backward (no running statistics), and MoE routing
-(``pvcert.route``: each dispatch element over symbolic scores is an atom of its group's scores)."""
-
-from __future__ import annotations
+"""Training operators kept whole by capture, in the style of ``ops.py`` (semantics: docs/ir.md): training-mode
+batch normalization and its backward (no running statistics), and MoE routing (``pvcert.route``)."""
 
 import numpy as np
 

@@ -1,8 +1,6 @@
 """Refinement obligations (docs/refinement.md): ``instantiate`` parametrizes the impl inputs satisfying an
 input relation, integer inputs range over their declared ranges, ``check`` decides every output element."""
 
-from __future__ import annotations
-
 import itertools
 import math
 import random

@@ -1,8 +1,6 @@
 """Certificate v1 (docs/certificates.md): read, check integrity, replay every claim. Nothing in it is
 trusted: hashes are recomputed, graphs re-validated, obligations re-derived and re-decided."""
 
-from __future__ import annotations
-
 import hashlib
 import json
 import os

@@ -1,8 +1,5 @@
-"""Shape-reduction rules (read by shapes.py alone): ``RULES[op.target](C, I, O, a, why)`` ties, pins and
-scales the axes of a node's inputs ``I`` and outputs ``O``; an op without a rule (or whose rule returns
-False) keeps every axis at full size."""
-
-from __future__ import annotations
+"""Shape-reduction rules (read by shapes.py alone): ``RULES[op.target](C, I, O, a, why)`` ties, pins and scales
+the axes of a node's inputs ``I`` and outputs ``O``; without a rule (or returning False) every axis stays."""
 
 from typing import Callable
 

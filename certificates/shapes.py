@@ -1,9 +1,5 @@
-"""Shape reduction, re-checked (docs/stages.md): only *map axes* are reduced (theorem ``MapAxis``).
-``constraints`` reads ties, pins, scaled constants, reshape links and grains from the FULL graphs and
-relations by each operator's rule (rules.py); ``reduce`` checks a claimed divisor per axis against them,
-rewrites shapes and size-carrying attributes, and re-validates the reduced graphs and relations."""
-
-from __future__ import annotations
+"""Shape reduction, re-checked: only *map axes* are reduced; ``constraints`` reads them from the FULL graphs by
+rules.py, ``reduce`` checks the claimed divisors (docs/stages.md, "What the checker re-checks")."""
 
 import copy
 import math
@@ -19,6 +15,13 @@ from .rules import RULES
 
 Axis = tuple[str, str, int]  # (side "spec" | "impl" | "term", tensor or term path, axis)
 Site = tuple  # (attribute, list index or None, the axis of a constant | the output axes of a shape)
+
+
+def _root(parent: dict, a: Axis) -> Axis:
+    """The root of ``a`` in a union-find forest ``parent``."""
+    while parent.get(a, a) != a:
+        a = parent[a]
+    return a
 
 
 class Unjustified(Exception):
@@ -38,9 +41,7 @@ class Constraints:
     node: tuple[str, str] = ("", "")  # (side, node name) or ("term", path) whose rule runs
 
     def find(self, a: Axis) -> Axis:
-        root = a
-        while self.parent.get(root, root) != root:
-            root = self.parent[root]
+        root = _root(self.parent, a)
         while a != root:  # path compression
             self.parent[a], a = root, self.parent[a]
         return root
@@ -106,16 +107,11 @@ class Constraints:
     def divisor_classes(self) -> dict[Axis, Axis]:
         """Every axis -> the root of its divisor class: tie classes joined by reshape links."""
         up: dict[Axis, Axis] = {}
-
-        def top(r: Axis) -> Axis:
-            while up.get(r, r) != r:
-                r = up[r]
-            return r
         for a, b in self.links:
-            ra, rb = top(self.find(a)), top(self.find(b))
+            ra, rb = _root(up, self.find(a)), _root(up, self.find(b))
             if ra != rb:
                 up[max(ra, rb)] = min(ra, rb)
-        return {a: top(self.find(a)) for a in self.size}
+        return {a: _root(up, self.find(a)) for a in self.size}
 
     def quantity(self, a: Axis, v, why: str, key: str | None = None, i: int | None = None) -> None:
         """A constant ``v`` counted along ``a``, held by attribute ``key`` (at index ``i``) if named."""

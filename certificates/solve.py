@@ -2,8 +2,6 @@
 cvc5 (atoms uninterpreted; ``unsat`` proves, ``sat`` stays unknown). ``definedness`` and ``hyps``: DESIGN.md
 rule 4 (docs/certificates.md, replay step 7 and "Definedness")."""
 
-from __future__ import annotations
-
 import functools
 import math
 import random

@@ -1,8 +1,6 @@
 """Replay of a ``staged-refinement`` claim: a refinement of the FULL graphs, proved at reduced shapes
 (the four checks: docs/stages.md, "pvcert replay")."""
 
-from __future__ import annotations
-
 import hashlib
 
 from . import obligations, refinement, shapes

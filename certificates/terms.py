@@ -1,8 +1,6 @@
 """Clean expressions (grammar: docs/clean-expressions.md): parse, print, infer shapes, evaluate. Functions
 move or sum values; ``scale`` and ``mean`` multiply by a non-zero rational constant."""
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 from fractions import Fraction

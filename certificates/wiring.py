@@ -1,8 +1,6 @@
 """Replay of ``train-template`` claims: each block is a refinement claim whose relations must be the
 interface rebuilt here; the schedule runs abstractly on every rank (docs/templates.md explains)."""
 
-from __future__ import annotations
-
 import ast
 import itertools
 import operator
