@@ -9,12 +9,14 @@ import sys
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from certificates.limits import Limits
 from verifier import certificate, direct
 from verifier.capture.case import capture_case
 from verifier.capture.decomp import DECOMPOSITIONS
 from verifier.refine import infer
+from verifier.train.user import ddp_case
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples", "train"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "soundness"))
@@ -72,6 +74,25 @@ def test_documented_commands(tmp_path):
     assert v.returncode == 0 and "VERIFIED ddp_adamw_user" in v.stdout, v.stdout + v.stderr
     r = run_pvcert("replay", str(cert), timeout=300)
     assert r.returncode == 0 and "ACCEPT" in r.stdout, r.stdout + r.stderr
+
+
+def _grad_step(model, opt, x, y):
+    """The other usual form: ``torch.autograd.grad``, all-reduce, ``p.grad = g / world``, one micro-batch."""
+    params = list(model.parameters())
+    loss = torch.nn.functional.mse_loss(model(x[0]), y[0])
+    for p, g in zip(params, torch.autograd.grad(loss, params)):
+        dist.all_reduce(g)
+        p.grad = g / dist.get_world_size()
+    opt.step()
+    return loss.detach()
+
+
+@pytest.mark.parametrize("optimizer", [lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+                                       lambda ps: torch.optim.Adam(ps, lr=1e-2)], ids=["sgd-momentum", "adam"])
+def test_autograd_grad_form_verifies(optimizer):
+    case = capture_case(ddp_case("grad_form", example.MLP, optimizer, _grad_step, 2, {"x": (1, 4, 4), "y": (1, 4, 2)}))
+    inf = infer(case)
+    assert inf.verified, inf.failure and inf.failure.message
 
 
 BUG_AT = {"no_allreduce": "aten.mul.Tensor", "stale": "aten.mul.Tensor", "accumulation": "aten.mul.Tensor",

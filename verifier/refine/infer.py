@@ -205,7 +205,6 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
     rel = inf.relation
     memo: dict[tuple, list[Twin]] = {}   # step signature -> earlier steps' equations as patterns
     outputs = set(r.spec.outputs)   # their relations are reported in full: no shortcut
-    claimed: set[str] = set()   # impl constants that relations name
     for k, v in enumerate(r.spec.nodes):
         progress(k, len(r.spec.nodes), v.name)
         ins = [t for t in dict.fromkeys(v.inputs) if t is not None]
@@ -245,9 +244,10 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
             # a spec constant is related to the impl's factories first: a value computed from them (a
             # backward seed halved) would put a later step's own result on that step's frontier
             near = near or (region.factories if not ins else set())
-            # without the constants related to other spec tensors (a backward seed): what reads them does
-            # more than ``v`` (a halved gradient times 1/2 equals the spec's, but is the next step's result)
-            own = region.grow(frontier, claimed - frontier)[0] - region.constants if claimed - frontier else set()
+            # first without the impl constants the frontier does not name (a backward seed, a zero moment):
+            # what reads them does more than ``v`` (a doubled gradient times 1/2 equals the spec's
+            # gradient, ``g - 0`` equals ``g``, but each is a later step's result)
+            own = region.grow(frontier, region.constants - frontier)[0] - region.constants
             found = {o: (near and index.find(s_vals[o], near, r.spec.tensors[o].is_int))
                      or (own and index.find(s_vals[o], own, r.spec.tensors[o].is_int))
                      or index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
@@ -257,7 +257,6 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
         for out in outs:
             if out.holds:
                 rel.setdefault(out.spec, []).append(term[out.expr])
-                claimed.update(x for x in texts.refs(term[out.expr]) if x in region.constants)
                 inf.outcomes.append(out)
         missing = [o for o in v.outputs if not rel.get(o)]
         if missing:
