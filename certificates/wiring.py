@@ -25,8 +25,7 @@ BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
 
 
 def formula(text, where: str) -> tuple[Fn, frozenset]:
-    """Compile a formula (integers, names, + - * // %, parentheses) from its syntax tree, which is only
-    read, never run; also its rank and loop variables."""
+    """Compile a formula (integers, names, + - * // %, parentheses) from its syntax tree (never run); its variables."""
     if not isinstance(text, str) or len(text) > 200:
         raise Malformed(where, f"formula {text!r} must be a string of at most 200 characters")
     if max(itertools.accumulate((c == "(") - (c == ")") for c in text), default=0) > 32:
@@ -345,8 +344,7 @@ def check_interface(blocks: dict, graphs: dict, tp: int, where: str) -> None:
 
 
 def check_sizes(graphs: dict, dims: dict) -> None:
-    """The claim is about the sizes the blocks were checked at: every activation ``h`` is ``(B, S, H)`` (no
-    reduction theorem covers others: the hidden size is contracted, the sequence normalized)."""
+    """Every block's activation ``h`` is ``(B, S, H)``: the sizes it was checked at (docs/templates.md)."""
     want = (dims["B"], dims["S"], dims["H"])
     for k in ("fwd", "bwd", "loss"):
         h = graphs[k][0].tensors.get("h")
@@ -356,8 +354,7 @@ def check_sizes(graphs: dict, dims: dict) -> None:
 
 
 def check_gradients(graphs: dict, params: list[str], limits) -> None:
-    """Guard: a gradient that a backward spec makes exactly 0 at a random point, where the forward
-    spec's output moves with that input, is not the block's backward (docs/templates.md)."""
+    """Guard: a backward spec's gradient that is 0 where the forward moves is not its backward (docs/templates.md)."""
     rng = np.random.default_rng(0)
 
     def draw(t):
