@@ -29,11 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _replay(args: argparse.Namespace) -> dict:
     """Replay in this (child) process: ``{"results": [...]}`` or ``{"code", "line"}``."""
-    if args.memory_mb:
-        limit = args.memory_mb * 2**20
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard == resource.RLIM_INFINITY or hard >= limit:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    limit, hard = args.memory_mb * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]
+    if args.memory_mb and (hard == resource.RLIM_INFINITY or hard >= limit):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     try:
         results = replay(args.certificate, Limits(seconds=args.timeout), _wanted_spec(args))
         return {"results": [r.__dict__ for r in results]}

@@ -31,13 +31,9 @@ class LimitExceeded(CheckError):
 class Unsupported(CheckError):
     """A construct the semantics does not cover (the claim cannot be checked)."""
 
-    exit_code = REJECT
-
 
 class Rejected(CheckError):
     """A claim that does not hold (or cannot be re-derived); carries the reason."""
-
-    exit_code = REJECT
 
 
 def fail_if(bad, exc: type, *args) -> None:
