@@ -31,6 +31,12 @@ def _digest(*parts) -> str:
     return hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
 
 
+def _offsets(group: list[int] | None) -> list[int] | None:
+    """A group's ranks relative to its first: the translates of a group (one TP group per DP
+    replica) are alike, so the copies of a tensor span every replica (2-D meshes)."""
+    return [r - group[0] for r in group] if group else None
+
+
 class Stems:
     """``of(t)``: ``t``'s stem (None: no copies); ``copies(stem)``: rank -> tensor."""
 
@@ -53,7 +59,7 @@ class Stems:
                 k = 0 if n.group is not None and not n.op.p2p else j
                 info = impl.tensors[o]
                 loose[o] = _digest(n.target, k, info.dtype, [loose.get(i) for i in ins])
-                exact[o] = _digest(n.target, k, info.dtype, info.shape, n.attrs, n.group,
+                exact[o] = _digest(n.target, k, info.dtype, info.shape, n.attrs, _offsets(n.group),
                                    [exact.get(i) for i in ins])
         self.exact = exact   # tensor -> its exact stem (``order.canonical`` sorts by it)
         self._of: dict[str, str | None] = {}
