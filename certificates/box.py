@@ -94,6 +94,8 @@ def call(fn: str, *args):
             raise ArithmeticError(f"{fn} of values whose order is not decided")
         return Box(Q(NUMERIC[fn](*(x.lo for x in xs))))
     x = xs[0]
+    if fn == "exp" and len(xs) == 1 and x.hi <= -2**12:   # a masked score (-10000): 0 < exp(x) <= e^-4096 < 2^-4096
+        return Box(Q(0), Q(1, 2**4096))
     if len(xs) > 1 or fn not in INCREASING + SMOOTH or fn not in ("log", "sqrt") and max(abs(x.lo), abs(x.hi)) > 2**12:
         raise ArithmeticError(f"{fn} is not enclosed here")
     if fn in ("log", "sqrt") and (x.lo <= 0 if fn == "log" else x.lo < 0):
@@ -104,4 +106,9 @@ def call(fn: str, *args):
     w = 0 if fn in INCREASING else x.hi - x.lo
     at = (x.lo, x.hi) if fn in INCREASING else ((x.lo + x.hi) / 2,) * 2
     lo, hi = (Q(NUMERIC[fn](float(a))) for a in at)
-    return Box(lo - w - MARGIN * (1 + abs(lo)), hi + w + MARGIN * (1 + abs(hi)))
+    if fn == "exp" and lo > Q(1, 2**1000):   # a normal value: libm's error is relative (far below 2^-30)
+        return Box(lo * (1 - MARGIN), hi * (1 + MARGIN))
+    low = lo - w - MARGIN * (1 + abs(lo))
+    if fn == "exp":   # underflowing, here x < -693: e^x > 4^x >= 4^floor(x) > 0
+        low = max(low, Q(1, 4 ** -math.floor(x.lo)))
+    return Box(low, hi + w + MARGIN * (1 + abs(hi)))

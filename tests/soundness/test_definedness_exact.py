@@ -68,11 +68,24 @@ def _pair(divisor) -> Pair:
     return _graph(True, divisor), _graph(False, divisor), {"X": ["x"], "W": ["w"]}, {"Y": ["y"]}
 
 
+def _exp_masked(target: str):
+    """``exp(-5000) - exp(-5000)``: zero over the reals (and in float64); the witness encloses exp of an
+    argument below -2^12 (a masked attention score) by [0, 2^-4096]; with ``aten.add.Tensor`` plus 1,
+    ``exp(-5000) + exp(-5000) + 1``, which that enclosure shows non-zero."""
+    def build(g: GraphBuilder, w: str, p: str) -> str:
+        e = g.node("aten.exp.default", [_constant(g, w, p, -5000)], f"{p}e")
+        d = g.node(target, [e, e], f"{p}s")
+        return g.node("aten.add.Scalar", [d], f"{p}d", other=1) if target == "aten.add.Tensor" else d
+    return build
+
+
 ATTACKS = {  # name: (divisor zero over the reals, a non-zero control)
     "(0.1 + 0.2) - 0.3": (_tenths(0.3), _tenths(0.25)),
     "sqrt(2)^2 - 2": (_sqrt_squared("aten.sub.Scalar"), _sqrt_squared("aten.add.Scalar")),
     "exp(log(3)) - 3": (_exp_log(3), _exp_log(2)),
     "exp(log(5000)) - 5000 (control: log of a large value)": (_exp_log(5000, 5000), _exp_log(8, 5000, exp=False)),
+    "exp(-5000) - exp(-5000) (control: a masked score's exp + 1)": (_exp_masked("aten.sub.Tensor"),
+                                                                    _exp_masked("aten.add.Tensor")),
 }
 
 
@@ -100,3 +113,20 @@ def test_the_witness_is_refused_exactly(name):
     bug, ok = ATTACKS[name]
     assert spec_defined(parse_graph(_graph(True, bug), "spec")) is not None
     assert spec_defined(parse_graph(_graph(True, ok), "spec")) is None
+
+
+@pytest.mark.parametrize("x", ["-5000", "-4096", "-4095", "-800", "-700.5", "-121.47", "-1", "0", "1/3", "50", "700"])
+def test_exp_enclosure_is_positive_and_holds_the_value(x):
+    """exp's enclosure (softmax divides by a sum of exps): positive, and it holds e^x (mpmath, 300 digits)
+    at normal values, underflowing ones (x < -693) and masked scores (x <= -2^12)."""
+    from fractions import Fraction
+    from certificates.box import Box, boxes, call
+
+    mpmath = pytest.importorskip("mpmath")
+    q = Fraction(x)
+    with boxes():
+        b = call("exp", Box(q))
+    with mpmath.workdps(300):
+        v = mpmath.exp(mpmath.mpf(q.numerator) / q.denominator)
+        assert 0 <= b.lo and (b.lo > 0 or q <= -4096)
+        assert mpmath.mpf(b.lo.numerator) / b.lo.denominator <= v <= mpmath.mpf(b.hi.numerator) / b.hi.denominator
