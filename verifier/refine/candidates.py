@@ -167,19 +167,26 @@ class Index:
     def _nested(self, region: set[str], numel: int):
         """Copies combined over an inner group ``B`` and its translates ``B + (a - a0)``,
         then over an outer group ``A`` meeting ``B`` in its first rank only."""
-        groups = set(self.groups)
-        for stem in sorted({s for s in map(self.stems.of, region) if s is not None}):
-            copies = self.stems.copies(stem)
-            for outer, inner in itertools.permutations(self.groups, 2):
-                if outer[0] != inner[0] or set(outer) & set(inner) != {outer[0]}:
+        groups, done = set(self.groups), set()
+        exact = sorted({s for s in map(self.stems.of, region) if s is not None})
+        loose = sorted({self.stems.loose[t] for t in region})
+        for outer, inner in itertools.permutations(self.groups, 2):
+            if outer[0] != inner[0] or set(outer) & set(inner) != {outer[0]}:
+                continue
+            rows = [tuple(b - inner[0] + a for b in inner) for a in outer]
+            if any(r not in groups for r in rows):
+                continue
+            mesh = tuple(r for row in rows for r in row)
+            # copies by exact stem, then each alike choice by loose stem (a rank's micro-batches share
+            # loose stems, and rank-dependent attributes, a sharded rotary table's offsets, split exact ones)
+            flats = [[self.stems.copies(stem).get(r) for r in mesh] for stem in exact]
+            flats += [c for stem in loose for c in self.stems.alike(mesh, stem, region)]
+            for flat in flats:
+                if any(n is None or n not in region for n in flat) or (mesh, *flat) in done or \
+                        not self.total_fits(flat):
                     continue
-                rows = [tuple(b - inner[0] + a for b in inner) for a in outer]
-                if any(r not in groups for r in rows):
-                    continue
-                names = [[copies.get(r) for r in row] for row in rows]
-                if any(n is None or n not in region for row in names for n in row) or \
-                        not self.total_fits([n for row in names for n in row]):
-                    continue
+                done.add((mesh, *flat))
+                names = [flat[i * len(inner):(i + 1) * len(inner)] for i in range(len(outer))]
                 vals = [[self.values[n] for n in row] for row in names]
                 if len({v.shape for row in vals for v in row}) != 1 or \
                         vals[0][0].size * len(outer) * len(inner) < numel:
