@@ -76,7 +76,8 @@ class Box:
         return Box.of(o) / self
 
     def __pow__(self, k: int) -> Box:
-        return math.prod([self if k >= 0 else 1 / self] * abs(int(k)), start=Box(Q(1)))
+        p = math.prod([self if k >= 0 else 1 / self] * abs(int(k)), start=Box(Q(1)))
+        return Box(max(p.lo, Q(0)), p.hi) if int(k) % 2 == 0 else p   # an even power is >= 0 (a sum of squares)
 
     __radd__, __rmul__ = __add__, __mul__
 

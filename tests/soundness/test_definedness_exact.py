@@ -130,3 +130,15 @@ def test_exp_enclosure_is_positive_and_holds_the_value(x):
         v = mpmath.exp(mpmath.mpf(q.numerator) / q.denominator)
         assert 0 <= b.lo and (b.lo > 0 or q <= -4096)
         assert mpmath.mpf(b.lo.numerator) / b.lo.denominator <= v <= mpmath.mpf(b.hi.numerator) / b.hi.denominator
+
+
+def test_even_power_of_an_interval_around_zero_is_not_negative():
+    """``g.pow(2).sum()`` (a gradient norm under sqrt): an even power's enclosure starts at 0, not at
+    -|lo| hi as the product of two independent intervals would; odd powers and products keep their sign."""
+    from fractions import Fraction
+    from certificates.box import Box
+
+    x = Box(Fraction(-1, 3), Fraction(1, 2))
+    sq, cube, prod = x ** 2, x ** 3, x * x
+    assert (sq.lo, sq.hi) == (0, Fraction(1, 4)) and prod.lo < 0 and cube.lo < 0
+    assert (Box(Fraction(-2), Fraction(-1)) ** 2).lo == 1 and (Box(Fraction(1, 2)) ** -2).lo == 4
