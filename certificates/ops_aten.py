@@ -2,8 +2,6 @@
 Exact over symbolic reals: ``abs``/``clamp`` by ``max``, ``sgn`` and softplus's threshold by ``step``;
 orders of real values (``max.dim`` indices), randomness and uninitialized values are refused."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
