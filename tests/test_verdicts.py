@@ -67,7 +67,7 @@ def test_counterexample_values_are_what_torch_computes():
     r = direct.prepare(load_case(os.path.join(ROOT, BUG)), Limits())
     cx = direct.refute(r, 0, Limits())
     assert cx is not None and cx.output == "Y" and cx.expr in ("p@r0", "p@r1") and cx.differ > 0
-    s_vals, _ = direct.numeric_values(r, cx.seed, Limits())
+    s_vals, _ = direct.numeric_values(r, cx.seed, Limits(), cx.scale)
     x, w1, w2 = (torch.tensor(np.asarray(s_vals[t], dtype=float)) for t in ("X", "W1", "W2"))
     half = w1.shape[0] // 2   # W1 = concat(w1@r0, w1@r1, dim=0), W2 = concat(w2@r0, w2@r1, dim=1)
     rank = int(cx.expr[-1])

@@ -201,7 +201,8 @@ def _not_proved(r, name: str, tried: str, args: argparse.Namespace, limits: Limi
     if cx is not None:
         return _emit(args, Verdict(REFUTED, name, f"'{cx.output}' differs ({tried})", evidence=cx.lines()),
                      seconds, cx)
-    return _emit(args, Verdict(UNKNOWN, name, f"{tried}; no counterexample on {direct.TRIES} random input draws",
+    return _emit(args, Verdict(UNKNOWN, name, f"{tried}; no counterexample on {direct.TRIES} random input draws"
+                               f" (float magnitudes {', '.join(f'{x:g}' for x in direct.SCALES)})",
                                unknown_help(r.spec.outputs, set(r.expect), "--engine whole-graph")), seconds)
 
 

@@ -6,6 +6,7 @@ then every output element is decided symbolically by the checker core.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from .ir import parsed
 from .verdict import Counterexample, Undecided
 
 TRIES = 3                  # random input draws searched for a counterexample (seeds seed, seed + 1, ...)
+SCALES = (1.0, 1e-2, 1e-4)  # each draw's float inputs at these magnitudes: a bug hidden by a normalizing
+                            # step (Adam's m / (sqrt(v) + eps), clipping) shows where eps is not negligible
 RTOL, ATOL = 1e-5, 1e-6    # a counterexample differs beyond float64 rounding of either side ...
 ROUNDING = 1e-9            # ... and of the largest intermediate value: (x + 1e12) - 1e12 is x over the reals
 
@@ -66,8 +69,9 @@ def prepare(case: Case, limits: Limits) -> Result:
     return Result(case, spec, impl, rin, rout)
 
 
-def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
-    """Values of every spec and impl tensor on random inputs that satisfy the input relation.
+def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0) -> tuple[dict, dict]:
+    """Values of every spec and impl tensor on random inputs that satisfy the input relation
+    (float inputs drawn in their sampling range, default [-1, 1], times ``scale``).
 
     Raises ``ImplFailed`` if the impl fails on them (e.g. an index out of range).
     """
@@ -77,7 +81,7 @@ def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
         if t.is_int:
             lo, hi = t.range or (0, 2)
             return rng.randrange(lo, hi)
-        return rng.uniform(*(t.range or (-1.0, 1.0)))   # a float range only guides sampling
+        return rng.uniform(*(t.range or (-1.0, 1.0))) * scale   # a float range only guides sampling
 
     spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits)
     (_, s_env, i_env), = refinement.integer_assignments(r.spec, r.impl, spec_env, impl_env, limits)
@@ -89,15 +93,16 @@ def numeric_values(r: Result, seed: int, limits: Limits) -> tuple[dict, dict]:
 
 
 def refute(r: Result, seed: int, limits: Limits, tries: int = TRIES) -> Counterexample | None:
-    """Run both graphs on ``tries`` random draws of inputs that satisfy the input relation; the first
-    expected output element whose values differ (both finite, by more than ``ATOL + RTOL * |value|
-    + ROUNDING * M``, ``M`` the largest finite magnitude of any tensor of either graph), if any."""
-    for s in range(seed, seed + tries):
+    """Run both graphs on ``tries`` random draws of inputs that satisfy the input relation, each at
+    every magnitude of ``SCALES``; the first expected output element whose values differ (both finite,
+    by more than ``scale * ATOL + RTOL * |value| + ROUNDING * M``, ``M`` the largest finite magnitude
+    of any tensor of either graph), if any."""
+    for s, scale in itertools.product(range(seed, seed + tries), SCALES):
         try:
-            s_vals, i_vals = numeric_values(r, s, limits)
+            s_vals, i_vals = numeric_values(r, s, limits, scale)
         except ImplFailed:   # not a counterexample: the impl's inputs may be out of its domain
             continue
-        slack = ATOL + ROUNDING * max(_magnitude(s_vals), _magnitude(i_vals))
+        slack = scale * ATOL + ROUNDING * max(_magnitude(s_vals), _magnitude(i_vals))
         for name, exprs in r.expect.items():
             want = np.asarray(s_vals[name], dtype=float)
             for t in exprs:
@@ -106,7 +111,8 @@ def refute(r: Result, seed: int, limits: Limits, tries: int = TRIES) -> Countere
                 if bad.any():
                     idx = tuple(int(i) for i in np.argwhere(bad)[0])
                     return Counterexample(s, {n: _short(s_vals[n]) for n in r.spec.inputs}, name, str(t), idx,
-                                          float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size))
+                                          float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size),
+                                          scale)
     return None
 
 

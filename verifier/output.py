@@ -59,7 +59,7 @@ class Record:
     def refute(self, cx: Counterexample) -> None:
         self.counterexample = {"seed": cx.seed, "inputs": dict(cx.inputs), "output": cx.output, "expr": cx.expr,
                                "index": list(cx.index), "want": _num(cx.want), "got": _num(cx.got),
-                               "differ": cx.differ, "size": cx.size}
+                               "differ": cx.differ, "size": cx.size, "scale": cx.scale}
 
     def error(self, e: CheckError) -> None:
         """A bad input or a limit: exit 2 or 3, verdict ERROR."""

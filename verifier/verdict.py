@@ -41,10 +41,15 @@ class Counterexample:
     got: float                    # the impl expression's value there
     differ: int                   # elements that differ, of ...
     size: int
+    scale: float = 1.0            # the float inputs' magnitude (``direct.numeric_values``)
 
     def __str__(self) -> str:
         return (f"{self.output}{list(self.index)} = {self.want:.6g} but {self.expr}{list(self.index)} = "
-                f"{self.got:.6g} on random inputs (seed {self.seed}); {self.differ} of {self.size} elements differ")
+                f"{self.got:.6g} on random inputs (seed {self.seed}{self._scaled}); {self.differ} of {self.size} elements differ")
+
+    @property
+    def _scaled(self) -> str:
+        return "" if self.scale == 1 else f", floats scaled by {self.scale:g}"
 
     def lines(self) -> list[str]:
         shown = list(self.inputs.items())[:6]
