@@ -5,7 +5,8 @@ uses registry ops only; backward ops whose decomposition would pull in ops the
 checker lacks (erf, comparisons on reals, scatter) are kept and given semantics in
 ``certificates/ops_grad.py`` instead. The 2-norm and ``clamp`` by scalars (gradient clipping)
 and ``lerp`` (Adam's moments) are written here with registry ops, as identities over the reals (tests/train/test_user_ddp.py
-compares them with torch).
+compares them with torch); ``_foreach_norm`` / ``_foreach_mul_`` (clipping DTensor gradients)
+run one tensor at a time.
 """
 
 from __future__ import annotations
@@ -53,6 +54,18 @@ def _lerp_(start, end, weight):
     return start.copy_(_lerp(start, end, weight))
 
 
+def _foreach_norm(tensors, ord=2, dtype=None):
+    return [torch.linalg.vector_norm(t, ord, dtype=dtype) for t in tensors]
+
+
+def _foreach_mul_(tensors, other):
+    """``clip_grad_norm_``'s in-place scaling of DTensor gradients, one tensor at a time."""
+    for t in tensors:
+        t.mul_(other)
+
+
 DECOMPOSITIONS = {**get_decompositions(DECOMPOSED), aten.linalg_vector_norm.default: _vector_norm,
+                  aten._foreach_norm.Scalar: _foreach_norm, aten._foreach_mul_.Tensor: _foreach_mul_,
+                  aten._foreach_mul_.Scalar: _foreach_mul_,
                   aten.clamp.default: _clamp, aten.lerp.Scalar: _lerp, aten.lerp.Tensor: _lerp,
                   aten.lerp_.Scalar: _lerp_, aten.lerp_.Tensor: _lerp_}

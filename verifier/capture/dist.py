@@ -77,6 +77,16 @@ def _red(op) -> str:
     raise CaptureError(f"torch.distributed: reduce op {op} is not supported")
 
 
+def _premul(tensor: torch.Tensor, op) -> tuple[torch.Tensor, object]:
+    """``PREMUL_SUM(f)`` (FSDP2's custom gradient divide factor) is ``f * x`` summed."""
+    if op == dist.ReduceOp.PREMUL_SUM:
+        factor = getattr(op, "factor", None)
+        if not isinstance(factor, (int, float)):
+            raise CaptureError("torch.distributed: PREMUL_SUM with a tensor factor is not supported")
+        return tensor * factor, dist.ReduceOp.SUM
+    return tensor, op
+
+
 class _Done:
     """The handle of a call whose result is already in place (``barrier``, ``isend``)."""
 
@@ -196,7 +206,8 @@ def _wait(t):
 
 
 def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
-    out = _F.all_reduce(tensor, _red(op), _pg(group).group_name)
+    value, op = _premul(tensor, op)
+    out = _F.all_reduce(value, _red(op), _pg(group).group_name)
     return _finish(async_op, lambda: tensor.copy_(_wait(out)), "all_reduce", tensor)
 
 
@@ -220,7 +231,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 def reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
     pg = _pg(group)
-    out = _F.reduce_scatter_tensor(input.contiguous(), _red(op), pg.size(), pg.group_name)
+    value, op = _premul(input.contiguous(), op)
+    out = _F.reduce_scatter_tensor(value, _red(op), pg.size(), pg.group_name)
     return _finish(async_op, lambda: output.copy_(_wait(out).view(output.shape)), "reduce_scatter",
                    output, input)
 
@@ -299,13 +311,14 @@ def batch_isend_irecv(p2p_op_list):
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    return _ret(async_op)
+    return _Done() if async_op else None
 
 
 REPLACEMENTS = {
     "all_reduce": all_reduce, "all_gather_into_tensor": all_gather_into_tensor,
-    "_all_gather_base": all_gather_into_tensor, "all_gather": all_gather,
-    "reduce_scatter_tensor": reduce_scatter_tensor, "_reduce_scatter_base": reduce_scatter_tensor,
+    "_all_gather_base": all_gather_into_tensor, "all_gather_single": all_gather_into_tensor,
+    "all_gather": all_gather, "reduce_scatter_tensor": reduce_scatter_tensor,
+    "_reduce_scatter_base": reduce_scatter_tensor, "reduce_scatter_single": reduce_scatter_tensor,
     "reduce_scatter": reduce_scatter, "all_to_all_single": all_to_all_single, "all_to_all": all_to_all,
     "broadcast": broadcast, "send": send, "recv": recv, "isend": isend, "irecv": irecv,
     "batch_isend_irecv": batch_isend_irecv, "barrier": barrier,

@@ -91,9 +91,14 @@ class Stems:
         return self._copies.get(stem, {}) if stem is not None else {}
 
     def alike(self, group: tuple[int, ...], stem: str, among: set[str], limit: int = 16) -> list[list[str]]:
-        """Up to ``limit`` choices of one tensor per rank of ``group`` with loose stem ``stem``
-        (within ``among``); first the choice of each rank's first-read one (the forward's, of a
-        table read forward and backward)."""
+        """Choices (up to ``limit`` of each kind) of one tensor per rank of ``group`` with loose stem
+        ``stem`` (within ``among``); first the choice of each rank's first-read one (the forward's, of a
+        table read forward and backward), then each rank's ``i``-th for every ``i`` (ranks running one
+        program read alike tensors in one order: Adam's zero moments), then the other pairings."""
         ranks = self._alike.get(stem, {})
         options = [[t for t in ranks.get(r, ()) if t in among] for r in group]
-        return [list(c) for c in itertools.islice(itertools.product(*options), limit)] if all(options) else []
+        if not all(options):
+            return []
+        diagonal = [list(c) for c in itertools.islice(zip(*options), limit)]
+        return diagonal + [c for c in map(list, itertools.islice(itertools.product(*options), limit))
+                           if c not in diagonal]
