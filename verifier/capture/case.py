@@ -61,6 +61,7 @@ class CaptureCase:
     loss_inputs: dict[str, Any] | None = None
     impl_loss_inputs: dict[str, Any] | None = None
     output_names: list[str] | None = None
+    impl_output_names: Callable[[int], list[str]] | None = None   # per rank (default: output_names)
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     dtensor_relations: bool = True   # DTensor parameters (and their gradients): from placements
@@ -119,6 +120,16 @@ def declared(path: str):
     return c
 
 
+@contextlib.contextmanager
+def as_written():
+    """``torch.compile``'d modules and functions run as written (their original code) while
+    captured: dynamo neither compiles them nor refuses the trace."""
+    import torch
+
+    with torch.compiler.set_stance("force_eager"), torch._dynamo.config.patch(error_on_nested_fx_trace=False):
+        yield
+
+
 def capture_case(c: CaptureCase, where: str = "") -> Case:
     """Capture both sides of a declared case."""
     import torch
@@ -129,7 +140,7 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
     where = where or c.name
     kw = dict(backward=c.backward, loss=c.loss, output_names=c.output_names, **c.options)
     try:
-        with (c.context() if c.context is not None else contextlib.nullcontext()):
+        with as_written(), (c.context() if c.context is not None else contextlib.nullcontext()):
             torch.manual_seed(c.seed)
             if c.spec_distributed:
                 spec = capture_spmd(c.name + "_spec", lambda r, w: c.spec(), 1, c.inputs, suffix=False,
@@ -139,6 +150,8 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
                 module, call = built if isinstance(built, tuple) else (built, None)
                 spec = capture_graph(c.name + "_spec", module, c.inputs, call=call, loss_inputs=c.loss_inputs,
                                      **kw)
+            if c.impl_output_names is not None:
+                kw["output_names"] = c.impl_output_names
             impl = capture_spmd(c.name + "_impl", c.impl, c.world_size,
                                 c.impl_inputs if c.impl_inputs is not None else c.inputs,
                                 loss_inputs=c.impl_loss_inputs or c.loss_inputs, **kw)
