@@ -74,7 +74,7 @@ def capture_spmd(name: str, build: Callable[[int, int], Any], world: int,
 
     ``build`` runs with ``torch.distributed`` initialized for that rank (so it may create
     process groups, e.g. Megatron's ``initialize_model_parallel``) and returns the rank's
-    module, or ``(module, call)``. ``inputs`` may depend on the rank.
+    module, or ``(module, call)``. ``inputs`` and ``output_names`` may depend on the rank.
     """
     if not 1 <= world <= 4096:
         raise CaptureError(f"{name}: world size {world}")
@@ -88,8 +88,9 @@ def capture_spmd(name: str, build: Callable[[int, int], Any], world: int,
             with fake_world(r, world):
                 module, call = _module_and_call(build(r, world))
                 ins = inputs(r) if callable(inputs) else inputs
+                kr = {**kw, "output_names": kw["output_names"](r)} if callable(kw.get("output_names")) else kw
                 with traceable_collectives():
-                    cap = capture_module(module, ins, call=call, rank=r, where=f"{name} rank {r}", **kw)
+                    cap = capture_module(module, ins, call=call, rank=r, where=f"{name} rank {r}", **kr)
                 progs.append(cap.program)
                 for k in stats:
                     stats[k] += cap.stats[k]

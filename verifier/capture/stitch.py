@@ -6,7 +6,12 @@ is one collective; kind and attributes must agree), and become one IR node with 
 explicit ``group``. A send from ``s`` to ``d`` is paired with the matching receive on
 ``d`` (in order per (s, d, tag)) into one ``c10d.send_recv.default`` node. Nodes are
 emitted in a dependency order found by running the ranks' programs in lockstep; a
-collective some member never reaches is reported with the ranks waiting on it.
+collective some member never reaches is reported with the ranks waiting on it. When every
+rank waits and some wait in a send, those sends are posted and their ranks go on (as
+``isend`` / ``batch_isend_irecv`` do: a 1F1B pipeline sends its activation while its peer
+sends a gradient back); the receive takes the message later, and a message nobody receives
+is reported. The graph is the same dataflow either way; whether blocking sends would
+deadlock is not checked.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
                     raise CaptureError(f"{p.where}: rank {p.rank} calls {it.target} on group "
                                        f"{it.group} it is not a member of")
                 coll_seq[(tuple(it.group), p.rank)].append(it)
+            elif it.kind in ("send", "recv") and it.group[0] == p.rank:
+                raise CaptureError(f"{p.where}: a {it.kind} names the rank itself as its peer (node '{it.fx}')")
             elif it.kind == "send":
                 p2p_seq[(p.rank, it.group[0], it.attrs["tag"], "send")].append(it)
             elif it.kind == "recv":
@@ -69,6 +76,7 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
     pos = {p.rank: 0 for p in progs}
     waiting: dict[tuple, dict[int, Item]] = defaultdict(dict)
     n_coll = 0
+    ahead: set[int] = set()                              # id(item) of sends posted before their receive
     progress = True
     while progress:
         progress = False
@@ -92,12 +100,18 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
                 else:
                     _send_recv(b, key, parts, multi, n_coll)
                 n_coll += 1
-                for m in members:
-                    pos[m] += 1
+                for m, it_m in zip(members, parts):
+                    pos[m] += id(it_m) not in ahead
                 del waiting[key]
                 progress = True
                 if r not in members or pos[r] >= len(p.items):
                     break
+        if not progress:   # every rank waits: post the sends some of them wait in
+            for p in progs:
+                if pos[p.rank] < len(p.items) and p.items[pos[p.rank]].kind == "send":
+                    ahead.add(id(p.items[pos[p.rank]]))
+                    pos[p.rank] += 1
+                    progress = True
     stuck = [(p.rank, p.items[pos[p.rank]]) for p in progs if pos[p.rank] < len(p.items)]
     if stuck:
         r, it = stuck[0]
@@ -106,6 +120,10 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
         missing = [m for m in members if m not in waiting.get(key, {})]
         raise CaptureError(f"{name}: rank {r} waits in {it.target} (node '{it.fx}', group {members}) "
                            f"that ranks {missing} never join (mismatched collectives)")
+    for key, parts in waiting.items():
+        for r, it in parts.items():
+            raise CaptureError(f"{name}: rank {r} sends to rank {key[2]} (node '{it.fx}') a message that "
+                               "rank never receives (mismatched send/recv)")
     for p in progs:
         b.output(*[_sfx(o, p.rank, multi) for o in p.outputs])
     b.obj["meta"] = {"captured_by": "pvcert capture", "collectives": n_coll}

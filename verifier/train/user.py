@@ -22,16 +22,16 @@ from verifier.capture.case import CaptureCase
 from verifier.capture.convert import ir_name
 
 
-def step_call(step: Callable, optimizer: Callable) -> Callable:
+def step_call(step: Callable, optimizer: Callable, loss: bool = True) -> Callable:
     """``call(model, **batch)`` for capture: the user's step with autograd on, returning the
-    parameters after it and its loss."""
+    parameters after it and (``loss``: where the step reports one) its loss."""
     def call(model: torch.nn.Module, **batch) -> list[torch.Tensor]:
         with torch.enable_grad():
             params = list(model.parameters())
             for p in params:
                 p.requires_grad_(True)   # as nn.Parameter has it (capture passes plain tensors)
-            loss = step(model, optimizer(params), **batch)
-        return [p.detach() for p in params] + [loss.detach()]
+            out = step(model, optimizer(params), **batch)
+        return [p.detach() for p in params] + ([out.detach()] if loss else [])
     return call
 
 

@@ -1,0 +1,145 @@
+"""A user's own 2-stage pipeline step, 1F1B over 4 micro-batches: through
+``torch.distributed.pipelining`` (examples/train/pipeline_user.py) and hand-written with
+``batch_isend_irecv`` (examples/train/pipeline_1f1b_user.py). Both verify and replay; each planted
+bug is declined at the operator where it shows (REFUTED by an executed run) or refused at capture
+with its reason, and its program put into the control's certificate is REJECTed by replay."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+
+from certificates.errors import Malformed
+from certificates.limits import Limits
+from verifier import certificate, direct
+from verifier.capture.api import capture_spmd
+from verifier.capture.case import capture_case
+from verifier.capture.convert import CaptureError
+from verifier.capture.pipelining import static_vote
+from verifier.refine import infer
+from verifier.train.user_pipeline import pipeline_case
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples", "train"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "soundness"))
+import forge  # noqa: E402
+import pipeline_1f1b_user as by_hand  # noqa: E402
+import pipeline_user as library  # noqa: E402
+
+EXAMPLES = {"library": library, "by_hand": by_hand}
+
+
+@pytest.fixture(scope="module")
+def controls():
+    out = {}
+    for kind, ex in EXAMPLES.items():
+        case = capture_case(ex.make_case())
+        inf = infer(case)
+        assert inf.verified, inf.failure and inf.failure.message
+        out[kind] = case, certificate.per_operator_certificate(inf)
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLES))
+def test_pipeline_step_verifies_and_replays(kind, controls, tmp_path):
+    """Lineage derived from the stages' parameter names; 4 activations forward, 4 gradients back."""
+    case, cert = controls[kind]
+    assert case.input_relation == {"l1.weight": ["l1.weight@r0"], "l1.bias": ["l1.bias@r0"],
+                                   "l2.weight": ["l2.weight@r1"], "l2.bias": ["l2.bias@r1"],
+                                   "x": ["x@r0"], "y": ["y@r1"]}
+    assert case.expect["new.l2.weight"] == ["new.l2.weight@r1"] and case.expect["loss"] == ["loss@r1"]
+    p2p = [n["group"] for n in case.impl["nodes"] if n["target"] == "c10d.send_recv.default"]
+    assert sorted(p2p) == [[0, 1]] * 4 + [[1, 0]] * 4
+    ok, why = forge.verdict(cert, tmp_path)
+    assert ok, why
+
+
+def test_documented_commands(tmp_path):
+    """``pvcert verify examples/train/pipeline_user.py --emit-cert`` then ``pvcert replay`` (docs/training.md)."""
+    from conftest import run_pvcert
+
+    cert = tmp_path / "cert.json"
+    v = run_pvcert("verify", "examples/train/pipeline_user.py", "--emit-cert", str(cert), timeout=300)
+    assert v.returncode == 0 and "VERIFIED pipeline_user" in v.stdout, v.stdout + v.stderr
+    r = run_pvcert("replay", str(cert), timeout=300)
+    assert r.returncode == 0 and "ACCEPT" in r.stdout, r.stdout + r.stderr
+
+
+BUG_AT = {("library", "scale"): "aten.add.Tensor", ("library", "stale"): "aten.mm.default",
+          ("by_hand", "order"): "aten.mse_loss.default", ("by_hand", "drop"): "aten.mm.default",
+          ("by_hand", "scale"): "aten.add.Tensor", ("by_hand", "stale"): "aten.add.Tensor"}
+
+
+@pytest.mark.parametrize("kind,bug", sorted(BUG_AT))
+def test_planted_bug_is_refuted_at_the_operator(kind, bug, controls, tmp_path):
+    case = capture_case(EXAMPLES[kind].make_case(bug))
+    inf = infer(case)
+    assert not inf.verified and inf.failure.node is not None
+    assert inf.failure.node.target == BUG_AT[(kind, bug)]
+    assert direct.refute(inf.prepared, 0, Limits()) is not None
+    ok, why = forge.verdict(forge.embed(controls[kind][1], case.spec, case.impl), tmp_path)
+    assert not ok, why
+
+
+def test_send_to_itself_is_refused():
+    """The wrong peer (stage 0 sends its activations to itself) is refused at capture, with the line."""
+    with pytest.raises(Malformed, match="a send names the rank itself as its peer"):
+        capture_case(by_hand.make_case("peer"))
+    assert set(BUG_AT) | {("by_hand", "peer")} == {(k, b) for k, ex in EXAMPLES.items() for b in ex.BUGS}
+
+
+class _Stage(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2, 2))
+
+    def forward(self, x):
+        return x @ self.w
+
+
+def _lonely_send(rank, world):
+    def call(mod, x):
+        if rank == 0:
+            dist.isend(x @ mod.w, dst=1).wait()
+        return x * 1
+    return _Stage(), call
+
+
+def test_unreceived_send_is_reported():
+    with pytest.raises(CaptureError, match="rank 0 sends to rank 1 .* a message that rank never receives"):
+        capture_spmd("lonely", _lonely_send, 2, {"x": (2, 2)})
+
+
+def _dynamic_stage(rank, world):
+    def call(mod, x):
+        stage = PipelineStage(mod, rank, world, torch.device("cpu"))   # no input_args / output_args
+        with torch.enable_grad():
+            Schedule1F1B(stage, n_microbatches=2, loss_fn=torch.nn.functional.mse_loss).step(
+                *([x] if rank == 0 else []), target=x if rank == 1 else None)
+        return x * 1
+    return _Stage(), call
+
+
+def test_pipelining_dynamic_metadata_is_refused():
+    """Without static shapes the schedule would exchange pickled metadata: refused with the fix."""
+    with static_vote(), pytest.raises(CaptureError, match="stage 0 infers its tensor metadata at run time"):
+        capture_spmd("dynamic", _dynamic_stage, 2, {"x": (4, 2)})
+
+
+def test_stages_must_partition_the_model():
+    def renamed(rank, world):
+        model = library.stage_model(rank, world)
+        if world > 1 and rank == 1:
+            model.head, model.l2 = model.l2, None
+        return model
+
+    with pytest.raises(ValueError, match=r"stage 1 holds \['head.bias', 'head.weight'\]"):
+        pipeline_case("bad", renamed, library.sgd, library.train_step, 2, {"x": (8, 4), "y": (8, 2)})
+    with pytest.raises(ValueError, match="no stage holds"):
+        pipeline_case("bad", lambda r, w: library.stage_model(0, w), library.sgd, library.train_step, 2,
+                      {"x": (8, 4), "y": (8, 2)})
