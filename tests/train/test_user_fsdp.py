@@ -120,3 +120,57 @@ def test_premul_sum_is_a_scaled_sum():
     assert op == dist.ReduceOp.SUM and torch.equal(value, x * 0.25)
     value, op = _premul(x, dist.ReduceOp.AVG)
     assert op == dist.ReduceOp.AVG and value is x
+
+
+def _real_fsdp(rank: int, world: int, init: str, data: dict, bugs: list, out) -> None:
+    """Rank ``rank`` of the user's program run for real (gloo), per variant: its new shards and loss."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples", "train"))
+    import fsdp2_user
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    x, y = (t.chunk(world)[rank] for t in (data["x"], data["y"]))
+    for bug in bugs:
+        torch.manual_seed(0)
+        model = fsdp2_user.build(bug)
+        loss = fsdp2_user.train_step(model, fsdp2_user.adamw(model.parameters()), x, y)
+        out.put((bug, rank, {k: p.to_local().detach().double().numpy().copy() for k, p in model.named_parameters()},
+                 loss.item()))   # numpy: pickled by value (a tensor would be shared with an exiting process)
+    dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_captured_graphs_compute_what_fsdp2_computes(tmp_path):
+    """The captured graphs (the functional FSDP2 of verifier/capture/fsdp.py), run by the checker's
+    semantics, give the new shards and losses that FSDP2 itself gives on 2 gloo processes, and the
+    spec what it gives on 1, for the control and the planted bugs (float32 runs: 1e-6)."""
+    import numpy as np
+    import torch.multiprocessing as mp
+
+    from certificates.graph import evaluate, parse_graph
+
+    torch.manual_seed(0)
+    full = {k: p.detach().clone() for k, p in example.MLP().named_parameters()}
+    data = {"x": torch.randn(4, 4), "y": torch.randn(4, 2)}
+    bugs = [None, "local_grads", "wrong_shard"]   # gloo has no PREMUL_SUM (no_scale)
+    ctx, results = mp.get_context("spawn"), {}
+    for world in (2, 1):
+        q = ctx.Queue()
+        procs = [ctx.Process(target=_real_fsdp, args=(r, world, f"file://{tmp_path}/init{world}", data,
+                                                      bugs if world == 2 else [None], q)) for r in range(world)]
+        for p in procs:
+            p.start()
+        for _ in range(world * (len(bugs) if world == 2 else 1)):
+            bug, rank, params, loss = q.get(timeout=120)
+            results[world, bug, rank] = params, loss
+        for p in procs:
+            p.join(timeout=60)
+    cases = {bug: capture_case(example.make_case(bug)) for bug in bugs}
+    for (world, bug, rank), (params, loss) in results.items():
+        case = cases[bug]
+        graph, at = (case.impl, f"@r{rank}") if world == 2 else (case.spec, "")
+        env = {k + (f"@r{r}" if world == 2 else ""): v.chunk(world)[r].double().numpy()
+               for k, v in {**full, **data}.items() for r in range(world)}
+        vals = evaluate(parse_graph(graph, "captured"), env, symbolic=False)
+        for k, v in params.items():
+            assert np.allclose(vals[f"new.{k}{at}"], v, atol=1e-6), (world, bug, k)
+        assert abs(float(vals[f"loss{at}"]) - loss) < 1e-6, (world, bug)
