@@ -123,10 +123,14 @@ def declared(path: str):
 @contextlib.contextmanager
 def as_written():
     """``torch.compile``'d modules and functions run as written (their original code) while
-    captured: dynamo neither compiles them nor refuses the trace."""
+    captured: dynamo neither compiles them nor refuses the trace; ``DistributedDataParallel``
+    computes as documented (``ddp.documented_ddp``: its C++ reducer cannot be traced)."""
     import torch
 
-    with torch.compiler.set_stance("force_eager"), torch._dynamo.config.patch(error_on_nested_fx_trace=False):
+    from .ddp import documented_ddp
+
+    with torch.compiler.set_stance("force_eager"), torch._dynamo.config.patch(error_on_nested_fx_trace=False), \
+            documented_ddp():
         yield
 
 

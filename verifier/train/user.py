@@ -20,6 +20,7 @@ import torch
 
 from verifier.capture.case import CaptureCase
 from verifier.capture.convert import ir_name
+from verifier.capture.dist import fake_world
 
 
 def step_call(step: Callable, optimizer: Callable, loss: bool = True) -> Callable:
@@ -45,7 +46,8 @@ def ddp_case(name: str, model: Callable[[], torch.nn.Module], optimizer: Callabl
              world: int, batch: dict[str, tuple[int, ...]], batch_dim: int = 1, seed: int = 0) -> CaptureCase:
     """The case: ``step`` on ``world`` ranks (each its ``1/world`` of every ``batch`` tensor along
     ``batch_dim``) against ``step`` on one device; parameters of ``model()`` replicated."""
-    names = [ir_name(k) for k, _ in model().named_parameters()]
+    with fake_world(0, 1):   # the model may need torch.distributed (a DDP wrapper)
+        names = [ir_name(k) for k, _ in model().named_parameters()]
     outs = [f"new.{p}" for p in names] + ["loss"]
     ranks = range(world)
     local = {k: _local(tuple(s), batch_dim, world, name) for k, s in batch.items()}
