@@ -53,15 +53,17 @@ def sgd(params):
 
 
 def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor | None = None,
-               y: torch.Tensor | None = None, bug: str | None = None) -> torch.Tensor | None:
+               y: torch.Tensor | None = None, bug: str | None = None,
+               schedule_class: type = Schedule1F1B) -> torch.Tensor | None:
     """One step over ``x [micro-batches * batch, D_IN]`` (first stage) and ``y`` (last stage);
-    returns the mean loss on the last stage (``bug``: see ``BUGS``)."""
+    returns the mean loss on the last stage (``bug``: see ``BUGS``; ``schedule_class``: e.g.
+    ``ScheduleGPipe``)."""
     rank, world = dist.get_rank(), dist.get_world_size()
     first, last = rank == 0, rank == world - 1
     stage = PipelineStage(model, rank, world, torch.device("cpu"),
                           input_args=torch.empty(BATCH, D_IN if first else D_HID, requires_grad=not first),
                           output_args=torch.empty(BATCH, D_OUT if last else D_HID, requires_grad=True))
-    schedule = Schedule1F1B(stage, n_microbatches=MICRO, loss_fn=F.mse_loss, scale_grads=bug != "scale")
+    schedule = schedule_class(stage, n_microbatches=MICRO, loss_fn=F.mse_loss, scale_grads=bug != "scale")
     opt.zero_grad()
     if bug == "stale":
         opt.step()

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 from certificates.errors import Malformed
 from certificates.limits import Limits
@@ -57,6 +57,18 @@ def test_pipeline_step_verifies_and_replays(kind, controls, tmp_path):
     assert sorted(p2p) == [[0, 1]] * 4 + [[1, 0]] * 4
     ok, why = forge.verdict(cert, tmp_path)
     assert ok, why
+
+
+def test_gpipe_schedule_verifies():
+    """The same step with ``ScheduleGPipe`` (all forwards, then all backwards)."""
+    def step(model, opt, x=None, y=None):
+        return library.train_step(model, opt, x, y, schedule_class=ScheduleGPipe)
+
+    case = capture_case(pipeline_case("gpipe_user", library.stage_model, library.sgd, step, 2,
+                                      {"x": (8, 4), "y": (8, 2)}))
+    inf = infer(case)
+    assert inf.verified, inf.failure and inf.failure.message
+    assert sum(n["target"] == "c10d.send_recv.default" for n in case.impl["nodes"]) == 8
 
 
 def test_documented_commands(tmp_path):
