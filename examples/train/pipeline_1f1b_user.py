@@ -91,7 +91,8 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor | N
         return out
 
     def backward(g: torch.Tensor | None) -> torch.Tensor | None:
-        a, out = inputs.pop(0), outputs.pop(0)
+        k = -1 if bug == "lifo" else 0           # lifo: the newest micro-batch, not the oldest
+        a, out = inputs.pop(k), outputs.pop(k)
         out.backward(g)
         return None if first else a.grad
 
@@ -121,6 +122,7 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor | N
 BUGS = {
     "peer": "stage 0 sends its activations to itself, not to stage 1",
     "order": "stage 0 runs micro-batches 1 and 0 in swapped order: stage 1 pairs them with the wrong labels",
+    "lifo": "stage 0 applies each received gradient to its newest micro-batch, not the one it belongs to",
     "drop": "zero_grad() after the first backward: micro-batch 0's gradients are dropped",
     "scale": "the micro-batch losses are not divided by 4: the accumulated gradient is 4 times the mean's",
     "stale": "the optimizer steps before the cool-down: stage 0 updates without micro-batch 3's gradient",

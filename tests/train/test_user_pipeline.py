@@ -83,7 +83,8 @@ def test_documented_commands(tmp_path):
 
 
 BUG_AT = {("library", "scale"): "aten.add.Tensor", ("library", "stale"): "aten.mm.default",
-          ("by_hand", "order"): "aten.mse_loss.default", ("by_hand", "drop"): "aten.mm.default",
+          ("by_hand", "order"): "aten.mse_loss.default", ("by_hand", "lifo"): "aten.mul.Tensor",
+          ("by_hand", "drop"): "aten.mm.default",
           ("by_hand", "scale"): "aten.add.Tensor", ("by_hand", "stale"): "aten.add.Tensor"}
 
 
