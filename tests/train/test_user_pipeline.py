@@ -71,6 +71,25 @@ def test_gpipe_schedule_verifies():
     assert sum(n["target"] == "c10d.send_recv.default" for n in case.impl["nodes"]) == 8
 
 
+def test_first_step_needs_no_zero_grad():
+    """A first step has no gradients yet: without ``opt.zero_grad()`` it verifies too (capture's
+    probe run used to leave gradients on the parameters, read as tensor constants)."""
+    def step(model, opt, x=None, y=None):
+        losses = []
+        rank, world = dist.get_rank(), dist.get_world_size()
+        stage = PipelineStage(model, rank, world, torch.device("cpu"),
+                              input_args=torch.empty(2, 4 if rank == 0 else 3, requires_grad=rank > 0),
+                              output_args=torch.empty(2, 2 if rank == world - 1 else 3, requires_grad=True))
+        Schedule1F1B(stage, n_microbatches=4, loss_fn=torch.nn.functional.mse_loss).step(
+            *([x] if rank == 0 else []), target=y, losses=losses if y is not None else None)
+        opt.step()
+        return torch.stack(losses).mean() if losses else None
+
+    inf = infer(capture_case(pipeline_case("no_zero_grad", library.stage_model, library.sgd, step, 2,
+                                           {"x": (8, 4), "y": (8, 2)})))
+    assert inf.verified, inf.failure and inf.failure.message
+
+
 def test_documented_commands(tmp_path):
     """``pvcert verify examples/train/pipeline_user.py --emit-cert`` then ``pvcert replay`` (docs/training.md)."""
     from conftest import run_pvcert

@@ -23,17 +23,65 @@ from verifier.capture.convert import ir_name
 from verifier.capture.dist import fake_world
 
 
-def step_call(step: Callable, optimizer: Callable, loss: bool = True) -> Callable:
+def step_call(step: Callable, optimizer: Callable, loss: bool = True, state: "State | None" = None) -> Callable:
     """``call(model, **batch)`` for capture: the user's step with autograd on, returning the
-    parameters after it and (``loss``: where the step reports one) its loss."""
+    parameters after it, (``state``) the optimizer's state after it, and (``loss``: where the step
+    reports one) its loss. With ``state`` the optimizer resumes: its state tensors are inputs."""
     def call(model: torch.nn.Module, **batch) -> list[torch.Tensor]:
         with torch.enable_grad():
             params = list(model.parameters())
             for p in params:
                 p.requires_grad_(True)   # as nn.Parameter has it (capture passes plain tensors)
-            out = step(model, optimizer(params), **batch)
-        return [p.detach() for p in params] + ([out.detach()] if loss else [])
+                p.grad = None            # the first step has no gradient yet (capture's probe run left one)
+            opt = optimizer(params)
+            if state is not None:
+                state.load(opt, params, batch)
+            out = step(model, opt, **batch)
+        after = state.after(opt, params) if state is not None else []
+        return [p.detach() for p in params] + after + ([out.detach()] if loss else [])
     return call
+
+
+class State:
+    """An optimizer resumed after ``steps`` earlier steps: each parameter-shaped tensor of its state
+    is an input ``state.<key>.<param>``; a ``step`` counter is the constant ``steps``."""
+
+    def __init__(self, model: Callable[[], torch.nn.Module], optimizer: Callable, steps: int) -> None:
+        m = model()
+        named = list(m.named_parameters())
+        opt = optimizer([p for _, p in named])
+        for _, p in named:
+            p.grad = torch.zeros_like(p)
+        opt.step()   # fills the state: its keys and shapes
+        self.steps, self.keys = steps, []
+        for n, p in named:
+            for k, v in opt.state[p].items():
+                if k == "step":
+                    continue
+                if not torch.is_tensor(v) or v.shape != p.shape:
+                    raise ValueError(f"optimizer state '{k}' of '{n}' is not a tensor shaped like the parameter")
+                self.keys.append((ir_name(n), k, tuple(v.shape), v.dtype))
+
+    def inputs(self) -> dict[str, InputSpec]:
+        return {f"state.{k}.{n}": InputSpec(s, dt, "state") for n, k, s, dt in self.keys}
+
+    def outputs(self) -> list[str]:
+        return [f"new.state.{k}.{n}" for n, k, _, _ in self.keys]
+
+    def load(self, opt: torch.optim.Optimizer, params: list, batch: dict) -> None:
+        by_name = dict(zip(self._names(params), params))
+        for n, k, _, _ in self.keys:
+            st = opt.state[by_name[n]]
+            st[k] = batch.pop(f"state.{k}.{n}")
+            if "step" in opt.defaults or isinstance(opt, (torch.optim.Adam, torch.optim.AdamW)):
+                st["step"] = torch.tensor(float(self.steps))
+
+    def after(self, opt: torch.optim.Optimizer, params: list) -> list[torch.Tensor]:
+        by_name = dict(zip(self._names(params), params))
+        return [opt.state[by_name[n]][k].detach() for n, k, _, _ in self.keys]
+
+    def _names(self, params: list) -> list[str]:
+        return list(dict.fromkeys(n for n, _, _, _ in self.keys))
 
 
 def _local(shape: tuple[int, ...], dim: int, world: int, where: str) -> tuple[int, ...]:
