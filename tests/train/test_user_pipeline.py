@@ -71,6 +71,42 @@ def test_gpipe_schedule_verifies():
     assert sum(n["target"] == "c10d.send_recv.default" for n in case.impl["nodes"]) == 8
 
 
+class _Deep(nn.Module):
+    """Layers ``layers.<i>`` (Linear + tanh); a stage keeps its own layer, the spec all four."""
+
+    def __init__(self, layers) -> None:
+        super().__init__()
+        self.layers = nn.ModuleDict({str(i): nn.Linear(3, 3) for i in layers})
+
+    def forward(self, x):
+        for layer in self.layers.values():
+            x = torch.tanh(layer(x))
+        return x
+
+
+def _deep_step(model, opt, x=None, y=None):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    first, last = rank == 0, rank == world - 1
+    stage = PipelineStage(model, rank, world, torch.device("cpu"),
+                          input_args=torch.empty(2, 3, requires_grad=not first),
+                          output_args=torch.empty(2, 3, requires_grad=True))
+    losses: list[torch.Tensor] = []
+    opt.zero_grad()
+    Schedule1F1B(stage, n_microbatches=4, loss_fn=torch.nn.functional.mse_loss).step(
+        *([x] if first else []), target=y if last else None, losses=losses if last else None)
+    opt.step()
+    return torch.stack(losses).mean() if last else None
+
+
+def test_four_stage_schedule_verifies():
+    """Middle stages receive and send both ways; the lineage follows ``layers.<i>`` to rank i."""
+    case = capture_case(pipeline_case("deep", lambda r, w: _Deep(range(4) if w == 1 else [r]), library.sgd,
+                                      _deep_step, 4, {"x": (8, 3), "y": (8, 3)}))
+    assert case.expect["new.layers.2.weight"] == ["new.layers.2.weight@r2"] and case.expect["loss"] == ["loss@r3"]
+    inf = infer(case)
+    assert inf.verified, inf.failure and inf.failure.message
+
+
 def test_first_step_needs_no_zero_grad():
     """A first step has no gradients yet: without ``opt.zero_grad()`` it verifies too (capture's
     probe run used to leave gradients on the parameters, read as tensor constants)."""
