@@ -10,7 +10,8 @@ ranks' losses)::
 
     pvcert verify examples/train/fsdp2_user.py --emit-cert cert.json && pvcert replay cert.json
 
-``make_case(bug)`` plants one of ``BUGS`` instead (tests/train/test_user_fsdp.py).
+``make_case(bug)`` plants one of ``BUGS`` instead; ``make_accumulate_case()`` accumulates two
+micro-batches with ``set_requires_gradient_sync`` (tests/train/test_user_fsdp.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from torch.distributed.fsdp._fully_shard._fsdp_api import AllGather, ReduceScatt
 
 from verifier.train.user_fsdp import fsdp_case
 
-BATCH, D_IN, D_HID, D_OUT, WORLD = 4, 4, 4, 2, 2
+MICRO, BATCH, D_IN, D_HID, D_OUT, WORLD = 2, 4, 4, 4, 2, 2
 
 
 class MLP(nn.Module):
@@ -83,6 +84,20 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y:
     return loss.detach()
 
 
+def accumulate_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One step over ``x [micro-batches, batch, features]``, FSDP2's way of accumulating: gradients
+    reduce-scattered only after the last micro-batch."""
+    total = torch.zeros(())
+    for m in range(x.shape[0]):
+        model.set_requires_gradient_sync(m == x.shape[0] - 1)
+        loss = F.mse_loss(model(x[m]), y[m]) / x.shape[0]
+        loss.backward()
+        total = total + loss.detach()
+    opt.step()
+    opt.zero_grad()
+    return total
+
+
 BUGS = {
     "no_scale": "set_gradient_divide_factor(1.0): the gradients are summed over the ranks, not averaged",
     "local_grads": "a custom reduce-scatter keeps the rank's own rows: the optimizer steps on local gradients",
@@ -93,3 +108,8 @@ BUGS = {
 def make_case(bug: str | None = None):
     return fsdp_case("fsdp2_user" + (f"_{bug}" if bug else ""), lambda: build(bug), adamw, train_step, WORLD,
                      {"x": (BATCH, D_IN), "y": (BATCH, D_OUT)})
+
+
+def make_accumulate_case():
+    return fsdp_case("fsdp2_user_accumulate", build, adamw, accumulate_step, WORLD,
+                     {"x": (MICRO, BATCH, D_IN), "y": (MICRO, BATCH, D_OUT)}, batch_dim=1)

@@ -83,6 +83,17 @@ def test_planted_bug_is_refuted_at_the_operator(bug, control, tmp_path):
     assert not ok, why
 
 
+def test_accumulated_micro_batches_verify():
+    """FSDP2's accumulation (``set_requires_gradient_sync(False)`` but for the last micro-batch):
+    the gradients are reduce-scattered once, after the last backward, and the step verifies."""
+    case = capture_case(example.make_accumulate_case())
+    collectives = [n["target"].split(".")[1] for n in case.impl["nodes"] if "group" in n]
+    assert collectives.count("reduce_scatter_tensor") == len(PARAMS)
+    assert collectives.count("all_gather_into_tensor") == 4 * len(PARAMS)   # forward and backward, 2 micro-batches
+    inf = infer(case)
+    assert inf.verified, inf.failure and inf.failure.message
+
+
 def test_world_independent_mistakes_are_in_the_spec_too():
     """The spec is the user's own step at world size 1: a mistake that does not depend on the world
     size (the optimizer stepping before ``backward``) is in both, and the claim (the distributed
@@ -128,11 +139,12 @@ def _real_fsdp(rank: int, world: int, init: str, data: dict, bugs: list, out) ->
     import fsdp2_user
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
-    x, y = (t.chunk(world)[rank] for t in (data["x"], data["y"]))
     for bug in bugs:
         torch.manual_seed(0)
-        model = fsdp2_user.build(bug)
-        loss = fsdp2_user.train_step(model, fsdp2_user.adamw(model.parameters()), x, y)
+        model = fsdp2_user.build(None if bug == "accumulate" else bug)
+        step, dim = (fsdp2_user.accumulate_step, 1) if bug == "accumulate" else (fsdp2_user.train_step, 0)
+        x, y = (data[k + ("m" if bug == "accumulate" else "")].chunk(world, dim)[rank] for k in "xy")
+        loss = step(model, fsdp2_user.adamw(model.parameters()), x, y)
         out.put((bug, rank, {k: p.to_local().detach().double().numpy().copy() for k, p in model.named_parameters()},
                  loss.item()))   # numpy: pickled by value (a tensor would be shared with an exiting process)
     dist.destroy_process_group()
@@ -142,7 +154,8 @@ def _real_fsdp(rank: int, world: int, init: str, data: dict, bugs: list, out) ->
 def test_captured_graphs_compute_what_fsdp2_computes(tmp_path):
     """The captured graphs (the functional FSDP2 of verifier/capture/fsdp.py), run by the checker's
     semantics, give the new shards and losses that FSDP2 itself gives on 2 gloo processes, and the
-    spec what it gives on 1, for the control and the planted bugs (float32 runs: 1e-6)."""
+    spec what it gives on 1, for the control, the planted bugs and the accumulated micro-batches
+    (float32 runs: 1e-6)."""
     import numpy as np
     import torch.multiprocessing as mp
 
@@ -150,26 +163,30 @@ def test_captured_graphs_compute_what_fsdp2_computes(tmp_path):
 
     torch.manual_seed(0)
     full = {k: p.detach().clone() for k, p in example.MLP().named_parameters()}
-    data = {"x": torch.randn(4, 4), "y": torch.randn(4, 2)}
-    bugs = [None, "local_grads", "wrong_shard"]   # gloo has no PREMUL_SUM (no_scale)
+    data = {"x": torch.randn(4, 4), "y": torch.randn(4, 2), "xm": torch.randn(2, 4, 4), "ym": torch.randn(2, 4, 2)}
+    bugs = [None, "local_grads", "wrong_shard", "accumulate"]   # gloo has no PREMUL_SUM (no_scale)
     ctx, results = mp.get_context("spawn"), {}
     for world in (2, 1):
         q = ctx.Queue()
         procs = [ctx.Process(target=_real_fsdp, args=(r, world, f"file://{tmp_path}/init{world}", data,
-                                                      bugs if world == 2 else [None], q)) for r in range(world)]
+                                                      bugs if world == 2 else [None, "accumulate"], q))
+                 for r in range(world)]
         for p in procs:
             p.start()
-        for _ in range(world * (len(bugs) if world == 2 else 1)):
+        for _ in range(world * (len(bugs) if world == 2 else 2)):
             bug, rank, params, loss = q.get(timeout=120)
             results[world, bug, rank] = params, loss
         for p in procs:
             p.join(timeout=60)
-    cases = {bug: capture_case(example.make_case(bug)) for bug in bugs}
+    cases = {bug: capture_case(example.make_accumulate_case() if bug == "accumulate" else example.make_case(bug))
+             for bug in bugs}
     for (world, bug, rank), (params, loss) in results.items():
         case = cases[bug]
         graph, at = (case.impl, f"@r{rank}") if world == 2 else (case.spec, "")
-        env = {k + (f"@r{r}" if world == 2 else ""): v.chunk(world)[r].double().numpy()
-               for k, v in {**full, **data}.items() for r in range(world)}
+        batch = {k: data[k + "m"] if bug == "accumulate" else data[k] for k in "xy"}
+        dims = {**{k: 0 for k in full}, **{k: 1 if bug == "accumulate" else 0 for k in batch}}
+        env = {k + (f"@r{r}" if world == 2 else ""): v.chunk(world, dims[k])[r].double().numpy()
+               for k, v in {**full, **batch}.items() for r in range(world)}
         vals = evaluate(parse_graph(graph, "captured"), env, symbolic=False)
         for k, v in params.items():
             assert np.allclose(vals[f"new.{k}{at}"], v, atol=1e-6), (world, bug, k)
