@@ -12,8 +12,9 @@ refused with a ``CaptureError``):
 - all-gather: FSDP2 packs a group's shards into one flat buffer; here each parameter's padded
   shard is all-gathered by itself (through the group's ``AllGather`` object), which is the padded
   unsharded parameter, cut to its size. The refinement engine relates a per-parameter gather (a
-  concatenation of the shards) but not yet slices of a packed buffer ("no clean expression
-  relates 't'", the first layer's weight);
+  concatenation of the shards), not the packed buffer: it explores what the spec operator's
+  related inputs alone compute, and the buffer also packs the other parameters' shards
+  ("no clean expression relates 't'", the first layer's weight);
 - the unsharded parameter is a fresh leaf tensor (FSDP2: an ``nn.Parameter`` view of its buffer).
   FSDP2 re-gathers it for the backward into the same storage, which the forward's saved tensors
   read; here the leaf is reused while the rank's shard is the same tensor at the same version
