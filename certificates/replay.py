@@ -32,8 +32,8 @@ def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefi
             g = arts[claim[side]][1]
             low |= {t["dtype"] for t in g["tensors"].values()} & {"float16", "bfloat16"}
             out.append(f"{side} '{g['name']}' sha256 {sha[claim[side]][:12]}")
-            ranges = [f"{n} in [{g['tensors'][n]['range'][0]}, {g['tensors'][n]['range'][1]})"
-                      for n in g["inputs"] if "range" in g["tensors"][n]]
+            ranges = [f"{n} in [{g['tensors'][n]['range'][0]}, {g['tensors'][n]['range'][1]})" for n in g["inputs"]
+                      if "range" in g["tensors"][n] and "float" not in g["tensors"][n]["dtype"]]   # floats: sampling
             if ranges and side == "spec":
                 out.append(f"integer ranges (of the spec, carried to the impl): {', '.join(ranges[:6])}"
                            f"{' ...' if len(ranges) > 6 else ''}")

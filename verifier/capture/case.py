@@ -20,6 +20,7 @@ from typing import Any, Callable
 from certificates.errors import Malformed
 
 from .relations import resolve
+from .sampling import mark_nonnegative
 
 
 @dataclass
@@ -164,6 +165,8 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
     except Exception as e:  # building the model (a missing package, a bad config, ...)
         raise Malformed(where, f"building or capturing the models failed: {type(e).__name__}: "
                                f"{_first_line(e)}") from None
+    for g in (spec.graph, impl.graph):   # where the math needs it, sample non-negative
+        mark_nonnegative(g)
     rels = {}
     auto = impl.relations() if c.dtensor_relations else {}
     spec_inputs, spec_outputs = set(spec.graph["inputs"]), set(spec.graph["outputs"])

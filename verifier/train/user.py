@@ -21,6 +21,7 @@ import torch
 from verifier.capture.case import CaptureCase
 from verifier.capture.convert import ir_name
 from verifier.capture.dist import fake_world
+from verifier.capture.trace import InputSpec
 
 
 def step_call(step: Callable, optimizer: Callable, loss: bool = True, state: "State | None" = None) -> Callable:
@@ -47,20 +48,20 @@ class State:
     is an input ``state.<key>.<param>``; a ``step`` counter is the constant ``steps``."""
 
     def __init__(self, model: Callable[[], torch.nn.Module], optimizer: Callable, steps: int) -> None:
-        m = model()
-        named = list(m.named_parameters())
+        named = list(model().named_parameters())
         opt = optimizer([p for _, p in named])
         for _, p in named:
             p.grad = torch.zeros_like(p)
         opt.step()   # fills the state: its keys and shapes
-        self.steps, self.keys = steps, []
-        for n, p in named:
+        self.steps, self.names, self.keys, self.counters = steps, [ir_name(n) for n, _ in named], [], {}
+        for n, p in zip(self.names, (p for _, p in named)):
             for k, v in opt.state[p].items():
-                if k == "step":
-                    continue
-                if not torch.is_tensor(v) or v.shape != p.shape:
+                if k == "step":   # a counter: the number of earlier steps, a constant of the graph
+                    self.counters[n] = v.dtype if torch.is_tensor(v) else None
+                elif not torch.is_tensor(v) or v.shape != p.shape:
                     raise ValueError(f"optimizer state '{k}' of '{n}' is not a tensor shaped like the parameter")
-                self.keys.append((ir_name(n), k, tuple(v.shape), v.dtype))
+                else:
+                    self.keys.append((n, k, tuple(v.shape), v.dtype))
 
     def inputs(self) -> dict[str, InputSpec]:
         return {f"state.{k}.{n}": InputSpec(s, dt, "state") for n, k, s, dt in self.keys}
@@ -69,19 +70,15 @@ class State:
         return [f"new.state.{k}.{n}" for n, k, _, _ in self.keys]
 
     def load(self, opt: torch.optim.Optimizer, params: list, batch: dict) -> None:
-        by_name = dict(zip(self._names(params), params))
+        by_name = dict(zip(self.names, params))
         for n, k, _, _ in self.keys:
-            st = opt.state[by_name[n]]
-            st[k] = batch.pop(f"state.{k}.{n}")
-            if "step" in opt.defaults or isinstance(opt, (torch.optim.Adam, torch.optim.AdamW)):
-                st["step"] = torch.tensor(float(self.steps))
+            opt.state[by_name[n]][k] = batch.pop(f"state.{k}.{n}")
+        for n, dt in self.counters.items():
+            opt.state[by_name[n]]["step"] = float(self.steps) if dt is None else torch.tensor(float(self.steps), dtype=dt)
 
     def after(self, opt: torch.optim.Optimizer, params: list) -> list[torch.Tensor]:
-        by_name = dict(zip(self._names(params), params))
+        by_name = dict(zip(self.names, params))
         return [opt.state[by_name[n]][k].detach() for n, k, _, _ in self.keys]
-
-    def _names(self, params: list) -> list[str]:
-        return list(dict.fromkeys(n for n, _, _, _ in self.keys))
 
 
 def _local(shape: tuple[int, ...], dim: int, world: int, where: str) -> tuple[int, ...]:
@@ -91,19 +88,23 @@ def _local(shape: tuple[int, ...], dim: int, world: int, where: str) -> tuple[in
 
 
 def ddp_case(name: str, model: Callable[[], torch.nn.Module], optimizer: Callable, step: Callable,
-             world: int, batch: dict[str, tuple[int, ...]], batch_dim: int = 1, seed: int = 0) -> CaptureCase:
+             world: int, batch: dict[str, tuple[int, ...]], batch_dim: int = 1, seed: int = 0,
+             resume: int = 0) -> CaptureCase:
     """The case: ``step`` on ``world`` ranks (each its ``1/world`` of every ``batch`` tensor along
-    ``batch_dim``) against ``step`` on one device; parameters of ``model()`` replicated."""
+    ``batch_dim``) against ``step`` on one device; parameters of ``model()`` replicated. ``resume``:
+    the optimizer has made that many earlier steps; its state (replicated) is an input and an output."""
     with fake_world(0, 1):   # the model may need torch.distributed (a DDP wrapper)
         names = [ir_name(k) for k, _ in model().named_parameters()]
-    outs = [f"new.{p}" for p in names] + ["loss"]
+        state = State(model, optimizer, resume) if resume else None
+    held = state.inputs() if state else {}
+    outs = [f"new.{p}" for p in names] + (state.outputs() if state else []) + ["loss"]
     ranks = range(world)
     local = {k: _local(tuple(s), batch_dim, world, name) for k, s in batch.items()}
-    built = lambda *_: (model(), step_call(step, optimizer))   # noqa: E731 (spec and every rank alike)
+    built = lambda *_: (model(), step_call(step, optimizer, state=state))   # noqa: E731 (spec and ranks alike)
     return CaptureCase(
-        name=name, spec=built, impl=built, world_size=world, inputs=dict(batch), impl_inputs=local,
-        input_relation={**{p: [f"{p}@r{r}" for r in ranks] for p in names},
+        name=name, spec=built, impl=built, world_size=world, inputs={**batch, **held}, impl_inputs={**local, **held},
+        input_relation={**{p: [f"{p}@r{r}" for r in ranks] for p in [*names, *held]},
                         **{k: [f"concat({', '.join(f'{k}@r{r}' for r in ranks)}, dim={batch_dim})"] for k in batch}},
-        expect={**{f"new.{p}": [f"new.{p}@r{r}" for r in ranks] for p in names},
+        expect={**{o: [f"{o}@r{r}" for r in ranks] for o in outs[:-1]},
                 "loss": [f"mean({', '.join(f'loss@r{r}' for r in ranks)})"]},
         output_names=outs, seed=seed, spec_distributed=True)
