@@ -33,7 +33,7 @@ def workload(pair: dict, base: str):
         import time
 
         from certificates.errors import CheckError
-        from certificates.ptx import parse_file
+        from verifier.kernels.launch import parse_file
         from verifier.kernels.certificate import kernel_certificate, pair_claim
         from verifier.kernels.equiv import check_pair
 

@@ -1,18 +1,8 @@
-"""The checker's own PTX interpreter: replay one CTA along a certified schedule.
-
-Written apart from the engine's executor, sharing only the parser and the normal form
-(docs/kernels.md): integers and addresses concrete; floats symbolic over the reals
-(rounding ignored, ``ex2(y) = exp(y * LN2)``, the f32 constant ``0f3FB8AA3B`` read as
-``1 / LN2``). Schedule events: ``["run", lo, hi]`` runs threads lo..hi in turn, each
-until it blocks or exits; ``["bar", id, count | null, [[lo, hi], ...]]`` releases
-barrier ``id`` for exactly those threads; ``["warp", w, mask]`` releases lanes ``mask``
-of warp ``w`` at one collective (``bar.warp.sync``, which alone orders memory, ``shfl``,
-``vote``, ``ldmatrix``, ``mma``, ``wmma``). All threads must end exited. Per byte of
-shared and output memory the last write and each thread's last read are kept; an
-access by another thread is a conflict that vector clocks (joined at barriers) must
-order, else a race. The witness is the set of conflict classes ``[space, RAW|WAR|WAW,
-first pc, second pc, pc of the first barrier the first thread passed after its access]``.
-"""
+"""The checker's own PTX interpreter: replay one CTA along a certified schedule (the format of
+schedule and witness, and the semantics: docs/kernels.md), written apart from the engine, sharing
+only the parser and the normal form. Integers and addresses are concrete, floats symbolic over the
+reals; per byte of shared and output memory, a conflicting access by another thread than the last
+writer (or a reader since) must be ordered by vector clocks joined at barriers, else a race."""
 
 from __future__ import annotations
 
@@ -29,7 +19,7 @@ from functools import lru_cache
 
 from .errors import CheckError, Malformed, Rejected, Unsupported
 from .limits import Limits
-from .poly import ATOMS, Poly, Rat, apply, intern_expo
+from .poly import ATOMS, LAZY_LONG, ONE_P, Poly, Rat, _mono_mul, apply, intern_expo
 from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec, parse
 from .solve import decide
 
@@ -52,7 +42,7 @@ def fabs(x: Rat) -> Rat:
 
 FLOAT_OPS = {  # over the operands' values f
     "add": lambda f: f[0] + f[1], "sub": lambda f: f[0] - f[1], "mul": lambda f: f[0] * f[1],
-    "fma": lambda f: f[0] * f[1] + f[2], "mad": lambda f: f[0] * f[1] + f[2], "div": lambda f: f[0] / f[1],
+    "fma": lambda f: fma(*f), "mad": lambda f: fma(*f), "div": lambda f: f[0] / f[1],
     "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "abs": lambda f: fabs(f[0]),
     "max": lambda f: apply("max", *f), "min": lambda f: -apply("max", *[-x for x in f]),
     "ex2": lambda f: apply("exp", f[0] * LN2), "lg2": lambda f: apply("log", f[0]) / LN2,
@@ -278,6 +268,22 @@ def wmma_ok(p: list[str]) -> bool:
     return p[1] == "mma" and p[-2:] == ["f32", "f32"]
 
 
+def fma(a: Rat, b: Rat, c: Rat) -> Rat:
+    """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product)."""
+    n = c.n
+    if not (a.d is b.d is c.d is ONE_P and len(a.n.t) == 1 == len(b.n.t) and (n._up or len(n._t) >= LAZY_LONG)) \
+            or any(e or not m for m, e in (*a.n.t, *b.n.t)):
+        return a * b + c
+    ((m1, _), c1), ((m2, _), c2) = *a.n.t.items(), *b.n.t.items()
+    base, log, k = n._up or (n, [], 0)
+    log = log if len(log) == k else log[:k]
+    log += (5, (m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2), ()),
+            c2 if c1 == 1 else c1 * c2)   # Poly.add's entry for a left operand of one term
+    p, r = Poly(None), Rat.__new__(Rat)
+    p._t, p._up, r.n, r.d = None, (base, log, len(log)), p, ONE_P
+    return r
+
+
 def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
     """``acc + sum_k A[i, k] B[k, j]`` over k < 16, in order."""
     for k in range(16):
@@ -288,6 +294,60 @@ def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
 def mma_acc(g: int, q: int) -> tuple:
     """The accumulator elements (i, j) of an m16n8 fragment in lane ``4 g + q``."""
     return (g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1)
+
+
+def quick(ins: Instr, inputs: set[str]):
+    """A shortcut ``f(regs, inits) -> bool`` (or None) doing what ``step`` does and returning True, or changing
+    nothing and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs``
+    element, integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
+    p, o, op, ty = ins.parts, ins.operands, ins.op, ins.parts[-1]
+    dst = o[0].name if o and isinstance(o[0], Reg) and "sat" not in p else None
+    if dst and ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and all(isinstance(x, Reg) for x in o):
+        src, fn = [x.name for x in o[1:]], FLOAT_OPS[op]
+
+        def flt(regs, inits):
+            v = [regs.get(s) for s in src]   # two or three operands
+            if not Rat is type(v[0]) is type(v[1]) is type(v[-1]):
+                return False
+            regs[dst] = fn(v)
+            return True
+        return flt
+    if dst and p in (["ld", "global", "f32"], ["ld", "global", "nc", "f32"]) and isinstance(o[1], Mem) \
+            and isinstance(o[1].base, Reg) and len(o) == 2:
+        base, off = o[1].base.name, o[1].offset
+
+        def load(regs, inits):
+            a = regs.get(base)
+            if type(a) is not Ptr or a.space not in ("generic", "global") or a.alloc[0] not in inputs \
+                    or a.alloc[3] != "global" or (a + off) % 4 or not a.alloc[1] <= a + off <= a.alloc[2] - 4:
+                return False
+            i = a + off
+            regs[dst] = inits.get(i) or inits.setdefault(i, Rat.var(f"{a.alloc[0]}[{(i - a.alloc[1]) // 4}]"))
+            return True
+        return load
+    mode, n, cmp = p[1] if len(p) == 3 else "lo", bits(ty), op == "setp"
+    if not dst or ty not in INTS or not all(isinstance(x, (Reg, Imm)) for x in o) or len(o) != 3 + (op == "mad") \
+            or len(p) != 2 + (op in ("mul", "mad", "setp")) or mode not in ("lo", "hi", "wide", *COMPARE) \
+            or op not in ("mul", "mad", "setp", *BINARY_OPS):
+        return None
+    dt = ty[0] + str(2 * n) if mode == "wide" else ty
+    src = [(x.name, t) if isinstance(x, Reg) else (None, wrap(x.value, t)) for x, t in zip(o[1:], (ty, ty, dt))]
+    at = {"add": 0, "sub": 0, "mad": 2}.get(op, -1)   # the operand an address may be
+    fn = COMPARE[mode] if cmp else BINARY_OPS.get(op) or (lambda a, b, c=0: (a * b >> n if mode == "hi" else a * b) + c)
+
+    def integer(regs, inits):
+        v, ptr = [c if name is None else regs.get(name) for name, c in src], None
+        for i, (x, (name, t)) in enumerate(zip(v, src)):
+            if type(x) is Ptr and i == at:
+                ptr, v[i] = x, int(x)
+            elif type(x) is not int:
+                return False
+            elif name is not None:
+                v[i] = wrap(x, t)
+        r = fn(*v)
+        regs[dst] = r if cmp else wrap(r, dt) if ptr is None else Ptr(wrap(r, dt), ptr.alloc, ptr.space)
+        return True
+    return integer
 
 
 class Th:
@@ -358,6 +418,8 @@ class Replay:
         if not 0 < self.n <= 1024:
             raise Rejected(f"{k.name}: block of {self.n} threads")
         self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
+        inputs = {t[0] for t in self.tensors if t[1] == "input" and t[2] == 4 and t[0] not in self.ints}
+        self.quick = [quick(ins, inputs) for ins in k.instrs]
         self.smem: dict[int, tuple] = {}      # address -> (value, width)
         self.gmem: dict[int, object] = {}
         self.inits: dict[int, object] = {}    # address -> its unknown initial value (one object)
@@ -444,7 +506,7 @@ class Replay:
 
     def thread(self, th: Th) -> None:
         """Run ``th`` until it blocks at a barrier or collective, or exits."""
-        instrs = self.k.instrs
+        instrs, regs, quick, inits = self.k.instrs, th.regs, self.quick, self.inits
         while th.state == "run":
             if th.pc >= len(instrs):
                 th.state = "exit"
@@ -454,12 +516,16 @@ class Replay:
             if self.steps % 4096 == 0:
                 self.limits.tick()
             if ins.guard is not None:
-                p = th.regs.get(ins.guard[0])
+                p = regs.get(ins.guard[0])
                 if p is None:
                     raise self.err(th, ins, f"read of unset predicate {ins.guard[0]}")
                 if bool(p) == ins.guard[1]:
                     th.pc += 1
                     continue
+            q = quick[th.pc]
+            if q is not None and q(regs, inits):
+                th.pc += 1
+                continue
             try:
                 self.step(th, ins)
             except CheckError:
@@ -886,11 +952,12 @@ class Replay:
 
     def access(self, space: str, addr: int, width: int, th: Th, ins: Instr, write: bool) -> None:
         """Check the access against each byte's last write and reads; record ordered conflicts."""
-        me, vc = (th.lin, th.vc[th.lin], ins.index), th.vc
+        me, vc, last = (th.lin, th.vc[th.lin], ins.index), th.vc, None
         for a in range(addr, addr + width):
-            sh = self.shadow.setdefault((space, a), [None, {}])
-            if sh[0] is not None and sh[0][0] != th.lin:
+            sh = self.shadow.get((space, a)) or self.shadow.setdefault((space, a), [None, {}])
+            if sh[0] is not None and sh[0][0] != th.lin and sh[0] is not last:   # the same write: same class
                 self.conflict(space, a, sh[0], me, vc, "WAW" if write else "RAW")
+                last = sh[0]
             if write:
                 for r in sh[1].values():
                     if r[0] != th.lin:
@@ -1257,16 +1324,14 @@ def coverage(outs) -> dict[str, list]:
     for key in outs:
         name, i = key[:-1].rsplit("[", 1)
         idx.setdefault(name, []).append(int(i))
-    out = {}
+    out: dict[str, list] = {}
     for name, ix in sorted(idx.items()):
-        ix.sort()
-        runs = [[ix[0], ix[0]]]
-        for i in ix[1:]:
-            if i == runs[-1][1] + 1:
+        runs = out[name] = []
+        for i in sorted(ix):
+            if runs and i == runs[-1][1] + 1:
                 runs[-1][1] = i
             else:
                 runs.append([i, i])
-        out[name] = runs
     return out
 
 

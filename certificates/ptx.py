@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .errors import Malformed, Unsupported
 
@@ -655,12 +654,3 @@ def _expand(k: Kernel, call: Instr, funcs: dict[str, Kernel], stack: tuple, tag:
         else:
             body.append(Instr(ins.opcode, ops, g, ins.line, ins.text))
     return body, {**{f"{lab}@{tag}": n for lab, n in fn.labels.items()}, end: len(body)}
-
-
-def parse_file(path) -> Module:
-    """Parse the PTX file at ``path``."""
-    try:
-        src = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise Malformed(str(Path(path)), f"cannot read PTX: {e}") from None
-    return parse(src, str(Path(path)))

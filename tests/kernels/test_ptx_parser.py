@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from certificates.errors import Malformed, Unsupported
-from certificates.ptx import FImm, Mem, Pair, Reg, Sym, Vec, parse, parse_file
+from certificates.ptx import FImm, Mem, Pair, Reg, Sym, Vec, parse
+from verifier.kernels.launch import parse_file
 
 PTX = Path(__file__).resolve().parents[2] / "examples" / "kernels" / "ptx"
 FILES = sorted(PTX.glob("*.ptx"))

@@ -19,7 +19,7 @@ from certificates.poly import Rat
 from certificates.solve import Verdict, decide
 
 from .exec import DeadlockError, RaceError, run_cta, static_check
-from certificates.ptx import parse_file
+from .launch import parse_file
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import (BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, inf_arith, mul24,
+from certificates.kernel import (BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith, mul24,
                                  no_gc, null_test, ring)
 from certificates.poly import ATOMS, Poly, Rat, apply
 
@@ -452,14 +452,15 @@ class CTA:
 
     def _record(self, space: str, addr: int, width: int, th: Thread, ins: Instr, write: bool) -> None:
         me = Access(th.lin, th.vc[th.lin], ins.index, ins.text, ins.line, write)
-        vc = th.vc
+        vc, last = th.vc, None
         for a in range(addr, addr + width):
             key = (space, a)
             sh = self.shadow.get(key)
             if sh is None:
                 sh = self.shadow[key] = _Shadow()
             w = sh.w
-            if w is not None and w.tid != th.lin:
+            if w is not None and w.tid != th.lin and w is not last:   # one write over several bytes: one check
+                last = w
                 if vc[w.tid] <= w.clock:
                     raise RaceError(Race(space, a, w, me, self.where(space, a)), self.k.name)
                 self.witness.add((space, "WAW" if write else "RAW", w.index, me.index,
@@ -1165,7 +1166,7 @@ class CTA:
         elif op == "mul":
             r = f[0] * f[1]
         elif op in ("fma", "mad"):
-            r = f[0] * f[1] + f[2]
+            r = fma(f[0], f[1], f[2])
         elif op == "div":
             if f[1].is_zero():
                 raise self._err(th, ins, "division by zero")
@@ -1415,7 +1416,7 @@ def _compile(ins: Instr):  # noqa: C901
         elif op in ("fma", "mad") and len(rds) == 3:
             a, b, c = rds
             def f(regs):
-                regs[dst] = a(regs) * b(regs) + c(regs)
+                regs[dst] = fma(a(regs), b(regs), c(regs))
         else:
             return None
         return f

@@ -13,6 +13,16 @@ from pathlib import Path
 
 from certificates.errors import Malformed
 from certificates.kernel import bind, check_dims, check_params, shared_bytes
+from certificates.ptx import Module, parse
+
+
+def parse_file(path) -> Module:
+    """Parse the PTX file at ``path`` (the checker reads PTX only from a certificate)."""
+    try:
+        src = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise Malformed(str(Path(path)), f"cannot read PTX: {e}") from None
+    return parse(src, str(Path(path)))
 
 
 def load_launch(path: str) -> dict:
