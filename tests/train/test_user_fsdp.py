@@ -122,6 +122,20 @@ def test_unsupported_sharding_is_refused():
                 pass
 
 
+def test_parameter_changed_before_backward_is_refused():
+    """FSDP2 re-gathers a parameter for the backward into the storage the forward's saved tensors
+    read; a shard changed in between would mix values, and capture refuses it."""
+    def changed(model, opt, x, y):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        with torch.no_grad():
+            model.l1.weight.mul_(2.0)
+        loss.backward()
+        return loss.detach()
+
+    with pytest.raises(Exception, match="changed between its forward and its backward"):
+        capture_case(fsdp_case("changed", example.build, example.adamw, changed, 2, {"x": (4, 4), "y": (4, 2)}))
+
+
 def test_premul_sum_is_a_scaled_sum():
     """FSDP2's custom divide factor (``PREMUL_SUM(f)``) is captured as ``f * x`` summed."""
     from verifier.capture.dist import _premul
@@ -133,19 +147,33 @@ def test_premul_sum_is_a_scaled_sum():
     assert op == dist.ReduceOp.AVG and value is x
 
 
-def _real_fsdp(rank: int, world: int, init: str, data: dict, bugs: list, out) -> None:
-    """Rank ``rank`` of the user's program run for real (gloo), per variant: its new shards and loss."""
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples", "train"))
-    import fsdp2_user
+def _two_steps(model, opt, x, y):
+    """Two optimizer steps in one call, one micro-batch each: the second forward gathers the
+    updated shards."""
+    for m in range(x.shape[0]):
+        loss = torch.nn.functional.mse_loss(model(x[m]), y[m])
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return loss.detach()
 
+
+def _variant(name: str | None):
+    """``(bug planted in build, step, micro-batched)`` of a variant of the user's program."""
+    return {"accumulate": (None, example.accumulate_step, True), "two_steps": (None, _two_steps, True)}.get(
+        name, (name, example.train_step, False))
+
+
+def _real_fsdp(rank: int, world: int, init: str, data: dict, variants: list, out) -> None:
+    """Rank ``rank`` of the user's program run for real (gloo), per variant: its new shards and loss."""
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
-    for bug in bugs:
+    for name in variants:
+        bug, step, micro = _variant(name)
         torch.manual_seed(0)
-        model = fsdp2_user.build(None if bug == "accumulate" else bug)
-        step, dim = (fsdp2_user.accumulate_step, 1) if bug == "accumulate" else (fsdp2_user.train_step, 0)
-        x, y = (data[k + ("m" if bug == "accumulate" else "")].chunk(world, dim)[rank] for k in "xy")
-        loss = step(model, fsdp2_user.adamw(model.parameters()), x, y)
-        out.put((bug, rank, {k: p.to_local().detach().double().numpy().copy() for k, p in model.named_parameters()},
+        model = example.build(bug)
+        x, y = (data[k + "m" * micro].chunk(world, int(micro))[rank] for k in "xy")
+        loss = step(model, example.adamw(model.parameters()), x, y)
+        out.put((name, rank, {k: p.to_local().detach().double().numpy().copy() for k, p in model.named_parameters()},
                  loss.item()))   # numpy: pickled by value (a tensor would be shared with an exiting process)
     dist.destroy_process_group()
 
@@ -154,8 +182,8 @@ def _real_fsdp(rank: int, world: int, init: str, data: dict, bugs: list, out) ->
 def test_captured_graphs_compute_what_fsdp2_computes(tmp_path):
     """The captured graphs (the functional FSDP2 of verifier/capture/fsdp.py), run by the checker's
     semantics, give the new shards and losses that FSDP2 itself gives on 2 gloo processes, and the
-    spec what it gives on 1, for the control, the planted bugs and the accumulated micro-batches
-    (float32 runs: 1e-6)."""
+    spec what it gives on 1, for the control, the planted bugs, the accumulated micro-batches and
+    two steps in one call (float32 runs: 1e-6)."""
     import numpy as np
     import torch.multiprocessing as mp
 
@@ -164,30 +192,32 @@ def test_captured_graphs_compute_what_fsdp2_computes(tmp_path):
     torch.manual_seed(0)
     full = {k: p.detach().clone() for k, p in example.MLP().named_parameters()}
     data = {"x": torch.randn(4, 4), "y": torch.randn(4, 2), "xm": torch.randn(2, 4, 4), "ym": torch.randn(2, 4, 2)}
-    bugs = [None, "local_grads", "wrong_shard", "accumulate"]   # gloo has no PREMUL_SUM (no_scale)
+    variants = {2: [None, "local_grads", "wrong_shard", "accumulate", "two_steps"],   # gloo has no PREMUL_SUM
+                1: [None, "accumulate", "two_steps"]}
     ctx, results = mp.get_context("spawn"), {}
-    for world in (2, 1):
+    for world, names in variants.items():
         q = ctx.Queue()
-        procs = [ctx.Process(target=_real_fsdp, args=(r, world, f"file://{tmp_path}/init{world}", data,
-                                                      bugs if world == 2 else [None, "accumulate"], q))
+        procs = [ctx.Process(target=_real_fsdp, args=(r, world, f"file://{tmp_path}/init{world}", data, names, q))
                  for r in range(world)]
         for p in procs:
             p.start()
-        for _ in range(world * (len(bugs) if world == 2 else 2)):
-            bug, rank, params, loss = q.get(timeout=120)
-            results[world, bug, rank] = params, loss
+        for _ in range(world * len(names)):
+            name, rank, params, loss = q.get(timeout=120)
+            results[world, name, rank] = params, loss
         for p in procs:
             p.join(timeout=60)
-    cases = {bug: capture_case(example.make_accumulate_case() if bug == "accumulate" else example.make_case(bug))
-             for bug in bugs}
-    for (world, bug, rank), (params, loss) in results.items():
-        case = cases[bug]
+    cases = {}
+    for name in variants[2]:
+        bug, step, micro = _variant(name)
+        batch = {"x": (2, 4, 4), "y": (2, 4, 2)} if micro else {"x": (4, 4), "y": (4, 2)}
+        cases[name] = capture_case(fsdp_case(str(name), lambda bug=bug: example.build(bug), example.adamw, step, 2,
+                                             batch, batch_dim=int(micro)))
+    for (world, name, rank), (params, loss) in results.items():
+        case, micro = cases[name], _variant(name)[2]
         graph, at = (case.impl, f"@r{rank}") if world == 2 else (case.spec, "")
-        batch = {k: data[k + "m"] if bug == "accumulate" else data[k] for k in "xy"}
-        dims = {**{k: 0 for k in full}, **{k: 1 if bug == "accumulate" else 0 for k in batch}}
-        env = {k + (f"@r{r}" if world == 2 else ""): v.chunk(world, dims[k])[r].double().numpy()
-               for k, v in {**full, **batch}.items() for r in range(world)}
+        env = {k + (f"@r{r}" if world == 2 else ""): v.chunk(world, int(micro and k in "xy"))[r].double().numpy()
+               for k, v in {**full, **{k: data[k + "m" * micro] for k in "xy"}}.items() for r in range(world)}
         vals = evaluate(parse_graph(graph, "captured"), env, symbolic=False)
         for k, v in params.items():
-            assert np.allclose(vals[f"new.{k}{at}"], v, atol=1e-6), (world, bug, k)
-        assert abs(float(vals[f"loss{at}"]) - loss) < 1e-6, (world, bug)
+            assert np.allclose(vals[f"new.{k}{at}"], v, atol=1e-6), (world, name, k)
+        assert abs(float(vals[f"loss{at}"]) - loss) < 1e-6, (world, name)

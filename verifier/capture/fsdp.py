@@ -15,11 +15,12 @@ refused with a ``CaptureError``):
   concatenation of the shards), not the packed buffer: it explores what the spec operator's
   related inputs alone compute, and the buffer also packs the other parameters' shards
   ("no clean expression relates 't'", the first layer's weight);
-- the unsharded parameter is a fresh leaf tensor (FSDP2: an ``nn.Parameter`` view of its buffer).
-  FSDP2 re-gathers it for the backward into the same storage, which the forward's saved tensors
-  read; here the leaf is reused while the rank's shard is the same tensor at the same version
-  (every rank is traced and checks its own shard, so the re-gather would bring the same values),
-  else gathered anew;
+- the unsharded parameter is a fresh leaf tensor at each forward gather (FSDP2: one
+  ``nn.Parameter`` view of its buffer, so an unreduced ``.grad`` carries over, as here). FSDP2
+  re-gathers it for the backward into the same storage, which the forward's saved tensors read;
+  here the forward's leaf is kept, provided the rank's shard still holds what was gathered (the
+  same traced value; every rank is traced and checks its own shard, so the re-gather brings the
+  same values), else capture refuses;
 - reduce-scatter: likewise per parameter, each gradient padded on dim 0, pre-divided,
   reduce-scattered with FSDP2's op (through the group's ``ReduceScatter`` object), the all-reduce
   hook, post-divided, cut to the sharded gradient (accumulated into an existing ``.grad``).
@@ -67,6 +68,17 @@ def _check(fp) -> None:
         raise CaptureError("fully_shard: CPU offload is not supported by capture")
 
 
+def _all_gather_inputs(self) -> list[torch.Tensor]:
+    """The local shard, flattened when it is read (FSDP2 keeps a flat view from before; an in-place
+    optimizer step through the parameter would then be read through that older alias)."""
+    from torch.distributed.fsdp._fully_shard._fsdp_common import _to_dtype_if_needed
+    from torch.distributed.fsdp._fully_shard._fsdp_param import ShardedState
+
+    if self.sharded_state != ShardedState.SHARDED:
+        raise CaptureError("fully_shard: resharding after forward to a smaller mesh is not supported by capture")
+    return [_to_dtype_if_needed(self._sharded_local_tensor.reshape(-1), self.param_dtype)]
+
+
 def _all_gather(fsdp_params, group, async_op, copy_in_stream, all_gather_stream, device, all_gather_comm):
     from torch.distributed.fsdp._fully_shard._fsdp_collectives import AllGatherResult
 
@@ -92,16 +104,32 @@ def _init_all_gather_outputs(self, numels, dtypes, world, device) -> None:
     self.all_gather_outputs = [torch.empty(n * world, dtype=d, device=device) for n, d in zip(numels, dtypes)]
 
 
+def _traced(t: torch.Tensor):
+    """What ``t`` holds in the trace: its current node under ``make_fx`` (an in-place update moves
+    it; the tensor's version counter does not, when the update runs inside DTensor's dispatch),
+    else the tensor itself."""
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
+
+    mode = get_proxy_mode()
+    return t if mode is None else get_proxy_slot(t, mode.tracer, t, lambda p: p.proxy.node)
+
+
 def _init_unsharded_param(self) -> None:
     _check(self)
-    shard = self._sharded_param_data
-    seen = getattr(self, "_pvcert_gathered", None)
-    if hasattr(self, "_unsharded_param") and seen is not None and seen[0] is shard and seen[1] == shard._version:
-        return   # gathered from this very shard, unchanged since: the same values
+    local, old = self._sharded_local_tensor, getattr(self, "_unsharded_param", None)
+    held = (local, _traced(local))
+    if old is not None and torch._C._current_autograd_node() is not None:   # the backward's re-gather
+        if self._pvcert_gathered[0] is not local or self._pvcert_gathered[1] is not held[1]:
+            # FSDP2 would refill the forward's storage (its saved tensors) with other values
+            raise CaptureError(f"fully_shard: parameter '{self._module_info.param_name}' changed between its "
+                               "forward and its backward (capture refuses it)")
+        return   # the forward's gather of this very shard: the same values
     flat = self.all_gather_outputs[0].reshape(-1)
     value = flat.narrow(0, 0, self._orig_size.numel()).view(self._orig_size)
     self._unsharded_param = value.detach().requires_grad_(self.sharded_param.requires_grad)
-    self._pvcert_gathered = (shard, shard._version)
+    if old is not None and old.grad is not None:   # FSDP2's one parameter keeps an unreduced gradient
+        self._unsharded_param.grad = old.grad
+    self._pvcert_gathered = held
 
 
 def _no_storage(self) -> None:
@@ -187,6 +215,7 @@ def functional_fsdp(model: nn.Module):
         (pg, "foreach_all_gather", _all_gather), (pg, "foreach_all_gather_copy_out", _copy_out),
         (pg, "foreach_reduce", _reduce), (FSDPParam, "init_all_gather_outputs", _init_all_gather_outputs),
         (FSDPParam, "init_unsharded_param", _init_unsharded_param),
+        (FSDPParam, "all_gather_inputs", property(_all_gather_inputs)),
         (FSDPParam, "alloc_all_gather_outputs", _no_storage), (FSDPParam, "free_unsharded_param", _no_storage)]
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     for obj, name, new in patches:
