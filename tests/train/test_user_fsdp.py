@@ -123,8 +123,8 @@ def test_unsupported_sharding_is_refused():
 
 
 def test_parameter_changed_before_backward_is_refused():
-    """FSDP2 re-gathers a parameter for the backward into the storage the forward's saved tensors
-    read; a shard changed in between would mix values, and capture refuses it."""
+    """FSDP2 refills the storage a pending backward's saved tensors read; a shard changed between
+    a forward and its backward (in place, or by an optimizer step) would mix values: refused."""
     def changed(model, opt, x, y):
         loss = torch.nn.functional.mse_loss(model(x), y)
         with torch.no_grad():
@@ -132,8 +132,18 @@ def test_parameter_changed_before_backward_is_refused():
         loss.backward()
         return loss.detach()
 
-    with pytest.raises(Exception, match="changed between its forward and its backward"):
-        capture_case(fsdp_case("changed", example.build, example.adamw, changed, 2, {"x": (4, 4), "y": (4, 2)}))
+    def stepped(model, opt, x, y):   # an optimizer step between the second forward and its backward
+        torch.nn.functional.mse_loss(model(x[0]), y[0]).backward()
+        second = torch.nn.functional.mse_loss(model(x[1]), y[1])
+        opt.step()
+        loss = second + torch.nn.functional.mse_loss(model(x[1]), y[1])
+        loss.backward()
+        return loss.detach()
+
+    for step, batch in ((changed, {"x": (4, 4), "y": (4, 2)}), (stepped, {"x": (2, 4, 4), "y": (2, 4, 2)})):
+        with pytest.raises(Exception, match="changed between a forward and its backward"):
+            capture_case(fsdp_case("changed", example.build, example.adamw, step, 2, batch,
+                                   batch_dim=len(batch["x"]) - 2))
 
 
 def test_premul_sum_is_a_scaled_sum():

@@ -15,12 +15,12 @@ refused with a ``CaptureError``):
   concatenation of the shards), not the packed buffer: it explores what the spec operator's
   related inputs alone compute, and the buffer also packs the other parameters' shards
   ("no clean expression relates 't'", the first layer's weight);
-- the unsharded parameter is a fresh leaf tensor at each forward gather (FSDP2: one
-  ``nn.Parameter`` view of its buffer, so an unreduced ``.grad`` carries over, as here). FSDP2
-  re-gathers it for the backward into the same storage, which the forward's saved tensors read;
-  here the forward's leaf is kept, provided the rank's shard still holds what was gathered (the
-  same traced value; every rank is traced and checks its own shard, so the re-gather brings the
-  same values), else capture refuses;
+- the unsharded parameter is a leaf tensor (FSDP2: one ``nn.Parameter`` view of its buffer),
+  kept while the rank's shard holds the value it was gathered from (the same traced value; every
+  rank is traced and checks its own shard, so a re-gather brings the same values), else a fresh
+  one (an unreduced ``.grad`` carries over, as on FSDP2's one parameter). FSDP2 refills the
+  storage that pending backwards read: a shard changed between a forward and its backward
+  (post-backward) is refused;
 - reduce-scatter: likewise per parameter, each gradient padded on dim 0, pre-divided,
   reduce-scattered with FSDP2's op (through the group's ``ReduceScatter`` object), the all-reduce
   hook, post-divided, cut to the sharded gradient (accumulated into an existing ``.grad``).
@@ -118,18 +118,29 @@ def _init_unsharded_param(self) -> None:
     _check(self)
     local, old = self._sharded_local_tensor, getattr(self, "_unsharded_param", None)
     held = (local, _traced(local))
-    if old is not None and torch._C._current_autograd_node() is not None:   # the backward's re-gather
-        if self._pvcert_gathered[0] is not local or self._pvcert_gathered[1] is not held[1]:
-            # FSDP2 would refill the forward's storage (its saved tensors) with other values
-            raise CaptureError(f"fully_shard: parameter '{self._module_info.param_name}' changed between its "
-                               "forward and its backward (capture refuses it)")
-        return   # the forward's gather of this very shard: the same values
-    flat = self.all_gather_outputs[0].reshape(-1)
-    value = flat.narrow(0, 0, self._orig_size.numel()).view(self._orig_size)
-    self._unsharded_param = value.detach().requires_grad_(self.sharded_param.requires_grad)
-    if old is not None and old.grad is not None:   # FSDP2's one parameter keeps an unreduced gradient
-        self._unsharded_param.grad = old.grad
-    self._pvcert_gathered = held
+    same = old is not None and self._pvcert_gathered[0] is local and self._pvcert_gathered[1] is held[1]
+    if not same and old is not None and (torch._C._current_autograd_node() is not None or self._pvcert_pending):
+        # FSDP2 would refill the storage a pending backward reads (its saved tensors) with other values
+        raise CaptureError(f"fully_shard: parameter '{self._module_info.param_name}' changed between a forward "
+                           "and its backward (capture refuses it)")
+    if not same:
+        flat = self.all_gather_outputs[0].reshape(-1)
+        value = flat.narrow(0, 0, self._orig_size.numel()).view(self._orig_size)
+        self._unsharded_param = value.detach().requires_grad_(self.sharded_param.requires_grad)
+        if old is not None and old.grad is not None:   # FSDP2's one parameter keeps an unreduced gradient
+            self._unsharded_param.grad = old.grad
+        self._pvcert_gathered = held
+    if torch._C._current_autograd_node() is None and torch.is_grad_enabled():
+        self._pvcert_pending = True   # a forward that records a backward: until its post-backward
+
+
+def _post_backward(original):
+    def post_backward(group, *args, **kwargs):
+        out = original(group, *args, **kwargs)
+        for fp in group.fsdp_params:
+            fp._pvcert_pending = False
+        return out
+    return post_backward
 
 
 def _no_storage(self) -> None:
@@ -199,6 +210,7 @@ def _rebind(model: nn.Module, params: list) -> None:
         fp.sharded_param.grad = None
         if hasattr(fp, "_unsharded_param"):
             del fp._unsharded_param
+        fp._pvcert_pending = False
         fp._setattr_on_modules(fp.sharded_param)
 
 
@@ -207,6 +219,7 @@ def functional_fsdp(model: nn.Module):
     """FSDP2 on ``model`` with functional collectives' packing (module docstring) while active."""
     from torch.distributed.fsdp._fully_shard import _fsdp_param_group as pg
     from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
 
     params = fsdp_params(model)
     if not params:
@@ -216,6 +229,7 @@ def functional_fsdp(model: nn.Module):
         (pg, "foreach_reduce", _reduce), (FSDPParam, "init_all_gather_outputs", _init_all_gather_outputs),
         (FSDPParam, "init_unsharded_param", _init_unsharded_param),
         (FSDPParam, "all_gather_inputs", property(_all_gather_inputs)),
+        (FSDPParamGroup, "post_backward", _post_backward(FSDPParamGroup.post_backward)),
         (FSDPParam, "alloc_all_gather_outputs", _no_storage), (FSDPParam, "free_unsharded_param", _no_storage)]
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     for obj, name, new in patches:
