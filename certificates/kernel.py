@@ -270,18 +270,18 @@ def wmma_ok(p: list[str]) -> bool:
 
 def fma(a: Rat, b: Rat, c: Rat) -> Rat:
     """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product)."""
-    n = c.n
-    if not (a.d is b.d is c.d is ONE_P and len(a.n.t) == 1 == len(b.n.t) and (n._up or len(n._t) >= LAZY_LONG)) \
-            or any(e or not m for m, e in (*a.n.t, *b.n.t)):
-        return a * b + c
-    ((m1, _), c1), ((m2, _), c2) = *a.n.t.items(), *b.n.t.items()
-    base, log, k = n._up or (n, [], 0)
-    log = log if len(log) == k else log[:k]
-    log += (5, (m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2), ()),
-            c2 if c1 == 1 else c1 * c2)   # Poly.add's entry for a left operand of one term
-    p, r = Poly(None), Rat.__new__(Rat)
-    p._t, p._up, r.n, r.d = None, (base, log, len(log)), p, ONE_P
-    return r
+    n, ta, tb = c.n, a.n._t, b.n._t      # None: a lazy sum, longer than one term
+    if a.d is b.d is c.d is ONE_P and ta and tb and len(ta) == 1 == len(tb) and (n._up or len(n._t) >= LAZY_LONG):
+        ((m1, e1), c1), ((m2, e2), c2) = *ta.items(), *tb.items()
+        if m1 and m2 and not e1 and not e2:   # as Poly.add logs a one-term left operand
+            base, log, k = n._up or (n, [], 0)
+            log = log if len(log) == k else log[:k]
+            m = m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2)
+            log += (5, (m, ()), c2 if c1 == 1 else c1 * c2)
+            p, r = Poly(None), Rat.__new__(Rat)
+            p._t, p._up, r.n, r.d = None, (base, log, len(log)), p, ONE_P
+            return r
+    return a * b + c
 
 
 def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
@@ -844,14 +844,14 @@ class Replay:
             raise self.err(th, ins, f"vector width {vec} with {len(dsts)} operands")
         for i, d in enumerate(dsts):
             if load:
-                v = self.load(th, ins, addr.at(i * width), width)
+                v = self.load(th, ins, addr.at(i * width) if i else addr, width)
                 self.put(d, th, self.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr) else typed(v, ty))
                 continue
             v = self.val(th, d, ins, ty)
             if type(v) is bool:
                 raise self.err(th, ins, "store of a predicate")
-            self.store(th, ins, addr.at(i * width), width, self.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr)
-                       else typed(v, ty))
+            self.store(th, ins, addr.at(i * width) if i else addr, width,
+                       self.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr) else typed(v, ty))
 
     def tensor(self, addr: int, ins: Instr | None = None) -> tuple:
         """The output or input element at global address ``addr``: (name, index, role, esize)."""

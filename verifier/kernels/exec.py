@@ -1307,7 +1307,7 @@ class CTA:
             raise self._err(th, ins, f"vector width {vec} with {len(dsts)} operands")
         if ins.op in ("ld", "ldu"):
             for i, d in enumerate(dsts):
-                v = self.load(th, ins, addr.at(i * width), width, ty)
+                v = self.load(th, ins, addr.at(i * width) if i else addr, width, ty)
                 if isinstance(v, Ptr):
                     v = self.keep(ins, v, _wrap(v, ty))
                 elif isinstance(v, int) and not isinstance(v, bool) and ty not in FLOAT_TYPES:
@@ -1327,7 +1327,7 @@ class CTA:
                         v = self.keep(ins, v, _wrap(v, ty))
                     elif isinstance(v, int):
                         v = _wrap(v, ty) if ty not in FLOAT_TYPES else float_of_bits(v, _bits(ty))
-                self.store(th, ins, addr.at(i * width), width, v)
+                self.store(th, ins, addr.at(i * width) if i else addr, width, v)
 
 
 # ----------------------------------------------------------------------------- fast paths
