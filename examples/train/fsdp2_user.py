@@ -2,7 +2,8 @@
 
 Two ranks; a two-layer MLP with ``fully_shard`` applied to each layer and to the root, as users
 do; the step is forward, a mean loss, ``loss.backward()`` (FSDP2 all-gathers the parameters and
-reduce-scatters the gradients itself), ``clip_grad_norm_``, ``AdamW.step()``, ``zero_grad()``.
+reduce-scatters the gradients itself), ``AdamW.step()``, ``zero_grad()`` (``clip_grad_norm_`` over
+FSDP2's DTensor gradients is UNKNOWN: docs/training.md, "An FSDP2 step").
 The spec is the same ``build()`` and ``train_step`` at world size 1 on the whole batch.
 ``verifier.train.user_fsdp.fsdp_case`` captures both and derives the lineage (parameters sharded
 on dim 0 from their DTensor placements, the batch split over the ranks, the loss the mean of the

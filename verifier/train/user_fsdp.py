@@ -1,4 +1,4 @@
-"""An FSDP2 training step written by the user (docs/training.md, "FSDP2").
+"""An FSDP2 training step written by the user (docs/training.md, "An FSDP2 step").
 
 ``fsdp_case`` captures the user's ``step(model, opt, **batch) -> loss`` on every rank under the
 fake process group, the model built by the user's ``build()`` (``fully_shard`` applied as users
