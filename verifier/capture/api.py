@@ -33,12 +33,15 @@ class Capture:
         return out
 
     def relations(self) -> dict[str, list[str]]:
-        """Clean expressions of every DTensor input/output from its placements (rank 0's view)."""
+        """Clean expressions of every DTensor input/output from its placements, over every rank's
+        view (a DTensor on a sub-mesh, e.g. ``mesh["tp"]`` of a 2-D mesh, gives one per sub-mesh)."""
         from .relations import placements_relation
 
-        out = {}
-        for name, (placements, mesh, *_rest) in self.programs[0].placements.items():
-            out[name] = placements_relation(name, placements, mesh)
+        out: dict[str, list[str]] = {}
+        for prog in self.programs:
+            for name, (placements, mesh, *_rest) in prog.placements.items():
+                seen = out.setdefault(name, [])
+                seen += [e for e in placements_relation(name, placements, mesh) if e not in seen]
         return out
 
     def collectives(self) -> list[dict]:

@@ -208,9 +208,20 @@ class Converter:
 
     # ------------------------------------------------------------ liveness
     def _live(self) -> set[torch.fx.Node]:
-        nodes = list(self.gm.graph.nodes)
+        """Nodes that reach an output or a collective; a mutation is live when its target, or a node
+        that is the same tensor (``_whole``: a gradient's ``to_local()``), is read after it by a live
+        node, to a fixed point (a target can turn live only through a node before the mutation)."""
         live: set[torch.fx.Node] = set()
-        for n in reversed(nodes):
+        pos = {n: i for i, n in enumerate(self.gm.graph.nodes)}
+        while True:
+            before = len(live)
+            last = {m: max([pos[u] for u in m.users if u in live], default=-1) for m in live}
+            self._live_pass(live, last, pos)
+            if len(live) == before:
+                return live
+
+    def _live_pass(self, live: set[torch.fx.Node], last: dict, pos: dict) -> None:
+        for n in reversed(list(self.gm.graph.nodes)):
             if n.op == "output":
                 live.add(n)
             elif n.op == "call_function":
@@ -218,7 +229,8 @@ class Converter:
                 mut = _mutated(n.target) if not isinstance(n.target, type(operator.getitem)) else []
                 if t in COLLECTIVES or t in P2P or t.startswith("c10d.") or n in live:
                     live.add(n)   # communication is never dropped (unsupported ones get reported)
-                elif mut and any(m in live for i in mut if i < len(n.args) for m in _nodes_in(n.args[i])):
+                elif mut and any(m in live or any(last.get(w, -1) > pos[n] for w in self._whole(m))
+                                 for i in mut if i < len(n.args) for m in _nodes_in(n.args[i])):
                     live.add(n)
             if n in live:
                 skip = set()
@@ -233,7 +245,6 @@ class Converter:
                 for a in n.kwargs.values():
                     for m in _nodes_in(a):
                         live.add(m)
-        return live
 
     # ------------------------------------------------------------ main loop
     def run(self) -> RankProgram:
@@ -558,15 +569,33 @@ class Converter:
             outs = self._plain(n, functional, bound, where, vals=[target.meta["val"]])
             new = outs[0] if outs else None
         self.env[n] = new
-        self.env[target] = new
+        for m in self._whole(target):
+            self.env[m] = new
+
+    def _whole(self, target) -> set[torch.fx.Node]:
+        """``target`` and the nodes that are the same tensor (``detach``, ``alias``, a view to the same
+        shape, either way, sharing its storage): a mutation of one is a mutation of all (DTensor's
+        ``to_local()`` of a gradient, all-reduced in place)."""
+        st, shape = _storage(target.meta.get("val")), _shape(target)
+        out, todo = {target}, [target]
+        while todo and st is not None:
+            x = todo.pop()
+            parent = x.args[0] if _identity(x) else None
+            for m in list(x.users) + [parent]:
+                if isinstance(m, torch.fx.Node) and m not in out and (m is parent or _identity(m)) \
+                        and _shape(m) == shape and _storage(m.meta.get("val")) == st:
+                    out.add(m)
+                    todo.append(m)
+        return out
 
     def _check_alias(self, n, target, where) -> None:
         st = _storage(target.meta.get("val"))
         if st is None:
             return
         here = self.pos[n]
+        whole = self._whole(target)
         for m in self.gm.graph.nodes:
-            if m is target or m is n or m.op == "output" or m not in self.env and m.op != "call_function":
+            if m in whole or m is n or m.op == "output" or m not in self.env and m.op != "call_function":
                 continue
             if m.target is operator.getitem or m.op not in ("call_function", "placeholder") \
                     or self.pos[m] > here:
@@ -620,6 +649,18 @@ def _random_dropout(n) -> bool:
     """``native_dropout`` that draws its mask: p != 0 in training (``train`` None or True)."""
     a = {arg.name: v for arg, v, _ in _bind_args(n.target, n.args, n.kwargs)}
     return a["p"] != 0 and a["train"] is not False
+
+
+def _shape(n) -> tuple | None:
+    v = n.meta.get("val")
+    return tuple(v.shape) if isinstance(v, torch.Tensor) else None
+
+
+def _identity(n) -> bool:
+    """A node whose value is its first argument's (looked through by the converter)."""
+    t = str(n.target)
+    return n.op == "call_function" and bool(n.args) and isinstance(n.args[0], torch.fx.Node) and (
+        t in IDENTITY or t in SAME_SHAPE_IDENTITY and _shape(n.args[0]) == _shape(n))
 
 
 def _same_shape(src, n) -> bool:

@@ -48,12 +48,26 @@ def fake_world(rank: int, world: int):
 
     if dist.is_initialized():
         dist.destroy_process_group()
+    _forget_dtensor_caches()
     dist.init_process_group("fake", rank=rank, world_size=world, store=FakeStore())
     try:
         yield
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _forget_dtensor_caches() -> None:
+    """Empty DTensor's sharding-propagation and redistribution caches. Device meshes of
+    different ranks' worlds compare equal (same layout and rank map), so a cached spec would
+    carry another rank's mesh, hence its process groups (a sub-mesh's tp group of rank 0 on
+    rank 2). One process is one rank in a real job; here every rank is traced in turn."""
+    from torch.distributed.tensor import DTensor, _redistribute
+
+    torch._C._clear_DTensor_sharding_propagator_cache()
+    DTensor._op_dispatcher.sharding_propagator.propagate_op_sharding.cache_clear()
+    _redistribute._gen_transform_infos.cache_clear()
+    _redistribute.clear_redistribute_planner_cache()
 
 
 def group_ranks(name) -> list[int]:

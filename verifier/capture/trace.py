@@ -239,7 +239,10 @@ def _dtensor_meta(t):
     from torch.distributed.tensor import DTensor
 
     if isinstance(t, DTensor):
-        return (tuple(t.placements), t.device_mesh.mesh.tolist(), t.device_mesh, tuple(t.shape), t.stride())
+        # A sub-mesh's ranks are computed with tensor ops: run them untraced (inside make_fx too).
+        with torch.utils._python_dispatch._disable_current_modes(), torch._C.DisableTorchFunction():
+            ranks = t.device_mesh.mesh.tolist()
+        return (tuple(t.placements), ranks, t.device_mesh, tuple(t.shape), t.stride())
     return None
 
 
