@@ -55,22 +55,64 @@ class Index:
             out = self._slices(want, region)
         if not out and not is_int:
             out = self._scaled(region, want)
-        return self._simplest(out)
+        return self._simplest(out + self.translates(out, want, region))
+
+    def collapsed(self, exprs: list[terms.Term], want: np.ndarray) -> list[terms.Term]:
+        """A (scaled) sum of copies of equal value is also each copy times the count: ``scale(sum(a, b),
+        1/2)`` with ``a == b`` (the DP replicas' averaged gradients) gives ``a`` and ``b``, which bind a
+        later step's copies one by one (the sum binds only their total)."""
+        out = []
+        for e in exprs:
+            k, u = terms.factor(e)
+            if not (isinstance(u, terms.Call) and u.fn == "sum" and len(u.args) > 1):
+                continue
+            vals = [np.asarray(terms.evaluate(a, self.values.__getitem__)) for a in u.args]
+            if not all(same(v, vals[0]) for v in vals[1:]):
+                continue
+            k *= len(u.args)
+            for a in u.args:
+                c = a if k == 1 else _call("scale", [a], num=k.numerator, den=k.denominator)
+                if same(np.asarray(terms.evaluate(c, self.values.__getitem__), dtype=want.dtype), want):
+                    out.append(c)
+        return out
+
+    def translates(self, exprs: list[terms.Term], want: np.ndarray, region: set[str] | None = None) -> list[terms.Term]:
+        """Each expression's copies on ranks shifted by a constant (every tensor replaced by its copy,
+        by stem; within ``region`` if given), where their value is the wanted one: the other DP
+        replicas' copies of a TP-sharded tensor (2-D meshes), which a later step or the expectation needs."""
+        ranks = sorted({self.impl.tensors[n].rank for n in self.impl.tensors} - {None})
+        out = []
+        for e in exprs:
+            names = terms.refs(e)
+            used = {self.impl.tensors[n].rank for n in names}
+            if None in used:
+                continue
+            for d in sorted({b - a for a in used for b in ranks} - {0}):
+                copies = {n: self.stems.copies(self.stems.of(n)).get(self.impl.tensors[n].rank + d) for n in names}
+                if any(c is None or region is not None and c not in region for c in copies.values()):
+                    continue
+                moved = terms.rename(e, copies.__getitem__)
+                if same(np.asarray(terms.evaluate(moved, self.values.__getitem__), dtype=want.dtype), want):
+                    out.append(moved)
+        return out
 
     def _scaled(self, region: set[str], want: np.ndarray) -> list[terms.Term]:
         """``scale(e, k)`` for a base ``e`` equal to ``want / k``, ``k`` a small rational read off the
         largest magnitudes (either sign); the checker re-checks ``k`` exactly."""
         top, out = float(np.abs(want).max(initial=0.0)), []
         for t, v in list(self._bases(region, want.size, lambda names: True)):
-            big = float(np.abs(np.asarray(v, dtype=float)).max(initial=0.0))
-            finite = big and top and np.isfinite(top / big)   # a NaN or inf run gives no factor
-            for k in {Fraction(sign * top / big).limit_denominator(1 << 12) for sign in (1, -1)} if finite else ():
-                if k in (0, 1) or abs(abs(float(k)) * big - top) > 1e-9 * top:
-                    continue
+            for k in _factors(top, v):
                 self.aim(want / float(k))
                 for e in self.match([(t, v)], want / float(k)):
                     mean = isinstance(e, terms.Call) and e.fn == "sum" and k == Fraction(1, len(e.args))
                     out.append(_call("mean", e.args) if mean else _call("scale", [e], num=k.numerator, den=k.denominator))
+        if not out:  # 2-D meshes: copies nested over DP x TP; a factor read off one copy (concat keeps maxima)
+            pieces = [self.values[t] for t in sorted(region) if t in self.values and self.values[t].size
+                      and want.size % self.values[t].size == 0]
+            for k in sorted({k for v in pieces for k in _factors(top, v)}):
+                self.aim(want / float(k))
+                out += [_call("scale", [e], num=k.numerator, den=k.denominator)
+                        for e in self.match(self._nested(region, want.size), want / float(k))]
         self.aim(want)
         return out
 
@@ -90,11 +132,10 @@ class Index:
         for t, v in bases:
             if not self._moved(v):
                 continue
-            if v.shape == want.shape:
-                if same(v, want):
-                    out.append(t)
+            if v.shape == want.shape and same(v, want):
+                out.append(t)
                 continue
-            if sorted(v.shape) == sorted(want.shape) and v.ndim <= 5:
+            if sorted(v.shape) == sorted(want.shape) and v.ndim <= 5:   # a square one too: its transpose
                 for p in itertools.permutations(range(v.ndim)):
                     if tuple(v.shape[i] for i in p) == want.shape and same(np.transpose(v, p), want):
                         out.append(_permute(t, p))
@@ -236,6 +277,15 @@ class _Lab:
         return _Lab(self.items | o.items) if isinstance(o, _Lab) else self
 
     __radd__ = __add__
+
+
+def _factors(top: float, v: np.ndarray) -> set[Fraction]:
+    """Small rationals ``k`` (either sign, not 0 or 1) with ``|k| max|v| = top`` (a NaN or inf run gives none)."""
+    big = float(np.abs(np.asarray(v, dtype=float)).max(initial=0.0))
+    if not (big and top and np.isfinite(top / big)):
+        return set()
+    ks = {Fraction(sign * top / big).limit_denominator(1 << 12) for sign in (1, -1)}
+    return {k for k in ks if k not in (0, 1) and abs(abs(float(k)) * big - top) <= 1e-9 * top}
 
 
 def _permute(t: terms.Term, p) -> terms.Term:

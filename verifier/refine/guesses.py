@@ -236,11 +236,18 @@ def renames(v: Node, out: str, rel: dict, region, stems: Stems):
     for u in dict.fromkeys(t for t in v.inputs if t is not None):
         for e in rel.get(u, [])[:16]:
             leaves = terms.refs(e)
-            outs = [{stems.of(n.outputs[k]): n.outputs[k] for n in read(x, u)
-                     if len(n.outputs) > k and stems.of(n.outputs[k]) is not None} for x in leaves]
+            outs = [{stems.of(o): o for n in read(x, u) if (o := _output(n, k, x)) is not None
+                     and stems.of(o) is not None} for x in leaves]
             for stem in sorted(set.intersection(*(set(o) for o in outs))) if outs else ():
                 names = {x: o[stem] for x, o in zip(leaves, outs)}
                 yield terms.rename(e, names.__getitem__), [names[x] for x in leaves]
+
+
+def _output(n: Node, k: int, x: str) -> str | None:
+    """``n``'s ``k``-th output, of a collective the one of the member that gave ``x``."""
+    if n.group is not None and not n.op.p2p:
+        return n.outputs[n.inputs.index(x)] if x in n.inputs else None
+    return n.outputs[k] if len(n.outputs) > k else None
 
 
 def carried(v: Node, out: str, rel: dict, region, index: Index, want) -> list[terms.Term]:

@@ -66,10 +66,24 @@ class Inference:
         return self.failure is None
 
 
-def _groups(impl: Graph) -> list[tuple[int, ...]]:
-    """Rank groups over which copies of a tensor may concatenate or sum."""
+def _groups(impl: Graph, inputs: Relation) -> list[tuple[int, ...]]:
+    """Rank groups over which copies of a tensor may concatenate or sum: those of the collectives,
+    and those the input relation combines (the DP replicas of a batch, even where a bug left out
+    the collective over them)."""
     gs = {tuple(n.group) for n in impl.nodes if n.group is not None and not n.op.p2p}
     gs.add(tuple(range(impl.world_size)))
+
+    def walk(e: terms.Term) -> None:
+        if isinstance(e, terms.Call):
+            if e.fn in ("concat", "sum", "mean") and all(isinstance(a, terms.Ref) for a in e.args):
+                ranks = tuple(impl.tensors[a.name].rank for a in e.args)
+                if None not in ranks and len(set(ranks)) == len(ranks):
+                    gs.add(ranks)
+            for a in e.args:
+                walk(a)
+    for es in inputs.values():
+        for e in es:
+            walk(e)
     return sorted(gs, key=lambda g: (len(g), g))
 
 
@@ -98,6 +112,23 @@ def _prove(prover: Chain | Proved, rel: dict, v: Node, found: dict, texts: Terms
         return prover.prove(rel, v, found)
     except Unsupported as e:  # e.g. an integer tensor whose values cannot be enumerated
         return [Outcome(o, str(c), failure=str(e)) for o, cs in found.items() for c in cs]
+
+
+def _copies(prover, rel: dict, v: Node, found: dict, outs: list[Outcome], index: Index, s_vals: dict,
+            texts: Terms) -> tuple[list[Outcome], dict]:
+    """A held step's equations also per copy (``Index.collapsed``) and on the other replicas
+    (rank-shifted copies, 2-D meshes: each DP replica holds its own TP shards), proved like any
+    guess; those that hold are kept too."""
+    o = v.outputs[0]
+    have, held = {texts.text(c) for c in found[o]}, {out.expr for out in outs if out.holds}
+    held_terms = [c for c in found[o] if texts.text(c) in held]
+    more = index.collapsed(held_terms, s_vals[o])
+    more = list({texts.text(c): c for c in more + index.translates(held_terms + more, s_vals[o])
+                 if texts.text(c) not in have}.values())
+    if not more:
+        return outs, found
+    extra = [out for out in _prove(prover, rel, v, {o: more}, texts) if out.holds]
+    return sorted(outs + extra, key=lambda out: len(out.expr)), {o: found[o] + more}   # plain copies bind first
 
 
 class Region:
@@ -195,7 +226,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
     except direct.ImplFailed as e:
         inf.failure = Failure(None, str(e), {}, {})
         return inf
-    index, region, prover = Index(r.impl, i_vals, _groups(r.impl)), Region(r.impl), chain(r.spec, r.impl, limits)
+    index, region, prover = Index(r.impl, i_vals, _groups(r.impl, r.inputs)), Region(r.impl), chain(r.spec, r.impl, limits)
     places = [t for n in r.impl.nodes for t in n.outputs]
     texts = Terms({t: i for i, t in enumerate(r.impl.inputs + places)})
     # Obligations equal up to renaming to one that held are reused without the chain's JSON key;
@@ -253,6 +284,8 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                      or index.find(s_vals[o], varying, r.spec.tensors[o].is_int)
                      or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
+        if any(out.holds for out in outs) and len(v.outputs) == 1:
+            outs, found = _copies(steps, rel, v, found, outs, index, s_vals, texts)
         term = {texts.text(c): c for cs in found.values() for c in cs}
         for out in outs:
             if out.holds:
