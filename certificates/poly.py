@@ -9,6 +9,7 @@ arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound whe
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from contextlib import contextmanager
@@ -430,6 +431,8 @@ def apply(fn: str, *args) -> Rat:
             if rn * rn == c.numerator and rd * rd == c.denominator:
                 return Rat.of(Q(rn, rd))
     name = f"{fn}({', '.join(str(x) for x in args)})"
+    if len(name) > 256:   # by digest: the text of an atom used k times repeats k times in its user (exponential)
+        name = f"{fn}#{hashlib.sha256(name.encode()).hexdigest()}"
     ATOMS.setdefault(name, (fn, args))
     return Rat(Poly.atom(name))
 
