@@ -7,8 +7,6 @@ Other functions (tanh, sqrt, max, ...) are atoms named by the canonical text of 
 arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where d != 0).
 """
 
-from __future__ import annotations
-
 import hashlib
 import math
 import numbers
@@ -71,8 +69,7 @@ def _is_array(o) -> bool:
 
 
 class Expo(tuple):
-    """A non-zero exponent key with its hash computed once (term keys hash in O(1)); it equals,
-    orders and hashes as the plain tuple, and ``intern_expo`` makes equal ones one object."""
+    """An exponent key with its hash cached (term keys hash in O(1)); equal, ordered, hashed as the tuple."""
 
     def __init__(self, key: tuple) -> None:
         self.h = tuple.__hash__(self)
@@ -431,8 +428,7 @@ def apply(fn: str, *args) -> Rat:
             if rn * rn == c.numerator and rd * rd == c.denominator:
                 return Rat.of(Q(rn, rd))
     name = f"{fn}({', '.join(str(x) for x in args)})"
-    if len(name) > 256:   # by digest: the text of an atom used k times repeats k times in its user (exponential)
-        name = f"{fn}#{hashlib.sha256(name.encode()).hexdigest()}"
+    name = name if len(name) <= 256 else f"{fn}#{hashlib.sha256(name.encode()).hexdigest()}"   # docs/proofs.md
     ATOMS.setdefault(name, (fn, args))
     return Rat(Poly.atom(name))
 
