@@ -2,12 +2,14 @@
 
 Writes, next to this file: ``spec.pt2`` (the one-device MLP), ``r0.pt2`` ``r1.pt2`` (the
 Megatron-style TP=2 MLP, one program per rank), ``r0_missing_allreduce.pt2``
-``r1_missing_allreduce.pt2`` (the same without the all_reduce: a bug) and prints each
-program's collective group names (they go into ``relation.json``'s ``groups``).
+``r1_missing_allreduce.pt2`` (the same without the all_reduce: a bug), the readable forms
+``spec.txt`` ``r0.txt`` ``r1.txt`` (``print_readable``), and prints each program's collective
+group names (they go into ``relation.json``'s ``groups``).
 Here a fake process group stands in for the cluster; on a cluster, run the rank's part in
 each rank's process. Then::
 
     pvcert verify --spec spec.pt2 --impl r0.pt2 r1.pt2 --relation relation.json
+    pvcert verify --spec spec.txt --impl r0.txt r1.txt --relation relation_readable.json
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class TPMLP(nn.Module):
 def save(module: nn.Module, name: str) -> None:
     ep = torch.export.export(module, (torch.randn(T, D),))
     torch.export.save(ep, os.path.join(HERE, name))
+    if "missing" not in name:   # the readable form too, where that is all one keeps (relation_readable.json)
+        with open(os.path.join(HERE, name.replace(".pt2", ".txt")), "w") as f:
+            f.write(ep.graph_module.print_readable(print_output=False))
     groups = sorted({n.args[-1] for n in ep.graph.nodes if str(n.target).startswith("_c10d_functional.all_reduce")})
     print(f"{name}: collective groups {groups}")
 

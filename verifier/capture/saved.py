@@ -346,11 +346,16 @@ class _Builder:
 def rank_program(path: str, rank: int, where: str, groups: Callable[[str], list[int]],
                  ranges: dict[str, dict]) -> RankProgram:
     """One saved program as rank ``rank``'s program (collective groups resolved by ``groups``)."""
-    ar = read_archive(path)
-    try:
-        gm, inputs = _Builder(ar, where).build()
-    finally:
-        ar.zf.close()
+    if path.endswith((".txt", ".py")):   # the readable form (print_readable): capture/readable.py
+        from .readable import readable_module
+
+        gm, inputs = readable_module(path)
+    else:
+        ar = read_archive(path)
+        try:
+            gm, inputs = _Builder(ar, where).build()
+        finally:
+            ar.zf.close()
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
         example = [torch.empty_strided(shape, stride, dtype=dt) for _, _, (shape, stride, dt), _ in inputs]
