@@ -394,7 +394,8 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="verify a case and optionally emit a certificate")
     v.add_argument("case", nargs="?", help="case file (.json, or .py captured from PyTorch); or give --spec, "
                    "--impl and --relation")
-    v.add_argument("--spec", metavar="SPEC.pt2", help="the one-device program saved by torch.export.save")
+    v.add_argument("--spec", metavar="SPEC.pt2", help="the one-device program saved by torch.export.save "
+                   "(or its print_readable text, .txt)")
     v.add_argument("--impl", metavar="RANK.pt2", nargs="+", help="one saved program per rank, in rank order")
     v.add_argument("--relation", metavar="REL.json", help="with --spec/--impl: relations and collective "
                    "groups (docs/cases.md)")
