@@ -146,10 +146,10 @@ class Poly:
         while i < n:
             h = log[i]
             m, neg, j, i = h >> 2, h & 2, i + 1, i + 1 + 2 * (h >> 2)
-            b = dict(zip(log[j:i:2], log[j + 1:i:2]))
+            b = ((log[j], log[j + 1]),) if m == 1 else zip(log[j:i:2], log[j + 1:i:2])   # distinct keys
             if (len(d) <= m) if h & 1 else (not neg and m > len(d)):   # eager add copies the other side
-                d, b = b, d
-            for k, c in b.items():
+                d, b = dict(b), d.items()
+            for k, c in b:
                 _accumulate(d, k, -c if neg else c)
         self._t, self._up = d, None
 
