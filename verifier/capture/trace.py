@@ -146,6 +146,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     example += [lspecs[k].example(mode, device) for k in names_l]
     t0 = time.perf_counter()
     # Probe the forward once to learn the outputs (names and seed shapes).
+    fake: list = []
     try:
         with mode:
             fake = [x if isinstance(x, torch._subclasses.FakeTensor) else mode.from_tensor(x) for x in example]
@@ -160,6 +161,9 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         raise
     except Exception as e:
         raise _failed(e, where) from e
+    finally:   # the fakes are memoized per tensor: a step's backward in the probe must not leave .grad for the trace
+        for x in fake:
+            x.grad = None
     n_out = len(probe)
     if output_names is None:
         output_names = ["out"] if n_out == 1 else [f"out{i}" for i in range(n_out)]
