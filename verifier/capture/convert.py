@@ -42,6 +42,7 @@ DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "
           torch.float64: "float64", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
           torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
 HARMLESS = {"device", "layout", "pin_memory", "memory_format", "non_blocking", "copy", "requires_grad"}
+RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"}
 IDENTITY = {"aten.detach.default", "aten.alias.default", "aten.clone.default", "aten.contiguous.default",
             "aten.lift_fresh_copy.default", "_c10d_functional.wait_tensor.default"}
 EMPTY = {"aten.empty.memory_format", "aten.empty_like.default", "aten.new_empty.default",
@@ -229,9 +230,9 @@ class Converter:
                 mut = _mutated(n.target) if not isinstance(n.target, type(operator.getitem)) else []
                 if t in COLLECTIVES or t in P2P or t.startswith("c10d.") or n in live:
                     live.add(n)   # communication is never dropped (unsupported ones get reported)
-                elif mut and any(m in live or any(last.get(w, -1) > pos[n] for w in self._whole(m))
+                elif mut and any(m in live or any(last.get(w, -1) > pos[n] for w in self._sharing(m))
                                  for i in mut if i < len(n.args) for m in _nodes_in(n.args[i])):
-                    live.add(n)
+                    live.add(n)   # read later through any tensor of its storage: kept (then handled or refused)
             if n in live:
                 skip = set()
                 if n.op == "call_function" and str(n.target) in (
@@ -548,7 +549,8 @@ class Converter:
         target = bound[0][1]
         if not isinstance(target, torch.fx.Node):
             raise CaptureError(f"{where}: in-place op on a non-tensor")
-        self._check_alias(n, target, where)
+        family = self._reshapes(target)
+        self._check_alias(n, target, where, family)
         if t == "aten.copy_.default":
             new = self._copy(n, bound, where)[0]
         elif t == "aten.fill_.Scalar":
@@ -569,8 +571,25 @@ class Converter:
             outs = self._plain(n, functional, bound, where, vals=[target.meta["val"]])
             new = outs[0] if outs else None
         self.env[n] = new
-        for m in self._whole(target):
+        whole = self._whole(target)
+        for m in whole:
             self.env[m] = new
+        for m in family - whole:   # the base and its other reshapes read the new values, reshaped
+            if new is not None and new is not UNSUP:
+                self.env[m] = self._emit("op", "aten.view.default", [new], m, {"size": list(_shape(m))})[0]
+
+    def _sharing(self, target) -> list[torch.fx.Node]:
+        """The nodes whose value shares ``target``'s storage (views of it, its base, the same tensor);
+        just ``target`` where the storage is unknown."""
+        st = _storage(target.meta.get("val"))
+        if st is None:
+            return [target]
+        if not hasattr(self, "_by_storage"):
+            self._by_storage: dict = {}
+            for m in self.gm.graph.nodes:
+                if (k := _storage(m.meta.get("val"))) is not None:
+                    self._by_storage.setdefault(k, []).append(m)
+        return self._by_storage.get(st, [target])
 
     def _whole(self, target) -> set[torch.fx.Node]:
         """``target`` and the nodes that are the same tensor (``detach``, ``alias``, a view to the same
@@ -588,12 +607,31 @@ class Converter:
                     todo.append(m)
         return out
 
-    def _check_alias(self, n, target, where) -> None:
+    def _reshapes(self, target) -> set[torch.fx.Node]:
+        """``target`` and the tensors that are it reshaped (``view``/``reshape`` chains either way over
+        one contiguous storage, same offset and size): an update of one is an update of each."""
+        def flat(m) -> tuple | None:
+            v = m.meta.get("val") if isinstance(m, torch.fx.Node) else None
+            if not isinstance(v, torch.Tensor) or not v.is_contiguous() or _storage(v) is None:
+                return None
+            return _storage(v), v.storage_offset(), v.numel()
+        key, out, todo = flat(target), {target}, [target]
+        while todo and key is not None:
+            x = todo.pop()
+            parent = x.args[0] if str(x.target) in RESHAPES else None
+            for m in list(x.users) + [parent]:
+                if isinstance(m, torch.fx.Node) and m not in out and (m is parent or str(m.target) in RESHAPES) \
+                        and flat(m) == key:
+                    out.add(m)
+                    todo.append(m)
+        return out
+
+    def _check_alias(self, n, target, where, family: set = frozenset()) -> None:
         st = _storage(target.meta.get("val"))
         if st is None:
             return
         here = self.pos[n]
-        whole = self._whole(target)
+        whole = self._whole(target) | family
         for m in self.gm.graph.nodes:
             if m in whole or m is n or m.op == "output" or m not in self.env and m.op != "call_function":
                 continue
