@@ -423,3 +423,25 @@ def test_a_limit_names_the_spec_operator_and_its_tensor(monkeypatch):
         module.infer(case)
     assert str(e.value) == (f"time limit of 1 s reached, while relating spec operator '{first['name']}' "
                             f"({first['target']}) -> {', '.join(first['outputs'])}")
+
+
+def test_an_enumeration_limit_names_the_integer_operands(monkeypatch):
+    """A LIMIT at an operator with integer operands (an embedding's token ids) names them too."""
+    import importlib
+    import os as _os
+
+    pytest.importorskip("torch")
+    from certificates.errors import LimitExceeded
+    from verifier.case import load_case
+
+    module = importlib.import_module("verifier.refine.infer")
+
+    def over(*args, **kw):
+        raise LimitExceeded("65536 assignments of integer inputs exceed the limit of 4096")
+    monkeypatch.setattr(module, "_prove", over)
+    case = load_case(_os.path.join(_os.path.dirname(__file__), "..", "examples", "cases", "vocab_embedding.py"))
+    with pytest.raises(LimitExceeded) as e:
+        module.infer(case)
+    node = next(n for n in case.spec["nodes"] if n["name"] in str(e.value))
+    ints = [t for t in node["inputs"] if case.spec["tensors"][t]["dtype"] == "int64"]
+    assert ints and str(e.value).endswith(f"; its integer operands: {', '.join(ints)}"), str(e.value)

@@ -23,6 +23,7 @@ from certificates.chain import Chain
 from certificates.errors import LimitExceeded, Unsupported
 from certificates.graph import Graph, Node
 from certificates.limits import Limits
+from certificates.ops import INT_DTYPES
 from certificates.refinement import Outcome, Relation, spec_defined
 
 from .. import direct
@@ -209,8 +210,11 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             if not at:
                 raise
             node = next((n for n in case.spec.get("nodes", []) if n.get("name") == at[0]), {})
+            tensors = case.spec.get("tensors", {})
+            ints = [t for t in node.get("inputs", []) if t and tensors.get(t, {}).get("dtype") in INT_DTYPES]
             raise LimitExceeded(f"{e}, while relating spec operator '{at[0]}' ({node.get('target')}) "
-                                f"-> {', '.join(map(str, node.get('outputs', [])))}") from None
+                                f"-> {', '.join(map(str, node.get('outputs', [])))}"
+                                + (f"; its integer operands: {', '.join(ints)}" if ints else "")) from None
 
 
 def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int, int, str], None],
