@@ -1,10 +1,11 @@
-"""User-written training steps: ``python bench/train_user.py [--quick] [--bugs]``.
+"""User-written training steps: ``python bench/train_user.py [--quick] [--bugs] [--curves]``.
 
 Per example of examples/train/*_user.py (a fresh process each): capture the user's step on every
 rank and the same code on one device, infer the relations operator by operator, write the
 certificate and replay it. The time column is inference (the engine); capture and replay are in
 the note with operator and obligation counts. ``--bugs`` also runs every planted bug of each
-example (``make_case(bug)``) and records its verdict and the operator it stops at. Writes
+example (``make_case(bug)``) and records its verdict and the operator it stops at; ``--curves``
+runs the DDP example at 2, 4 and 8 ranks and 2, 4 and 8 micro-batches. Writes
 bench/results/train_user.json.
 """
 
@@ -25,7 +26,7 @@ from verifier.bench import Harness  # noqa: E402
 EXAMPLES = ("ddp_adamw_user", "ddp_module_user", "fsdp2_user", "tp_dp_user", "pipeline_user", "pipeline_1f1b_user")
 
 
-def workload(module: str, bug: str | None):
+def workload(module: str, bug: str | None, sizes: dict | None = None):
     def run() -> dict:
         import importlib
 
@@ -39,7 +40,10 @@ def workload(module: str, bug: str | None):
         t0 = time.perf_counter()
         try:
             with quiet_torch_logs():
-                case = capture_case(importlib.import_module(module).make_case(bug))
+                example = importlib.import_module(module)
+                for k, v in (sizes or {}).items():   # the example's module-level sizes (a fresh process)
+                    setattr(example, k, v)
+                case = capture_case(example.make_case(bug))
         except CheckError as e:
             return {"verdict": "REFUSED", "seconds": time.perf_counter() - t0, "note": f"at capture: {e}"[:160]}
         t1 = time.perf_counter()
@@ -68,6 +72,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the DDP example only")
     p.add_argument("--bugs", action="store_true", help="also each example's planted bugs")
+    p.add_argument("--curves", action="store_true", help="the DDP example against ranks and micro-batches")
     p.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "train_user.json"))
     args = p.parse_args()
     import importlib
@@ -79,6 +84,12 @@ def main() -> int:
         if args.bugs:
             for bug in sorted(importlib.import_module(module).BUGS):
                 h.run(f"{module} [{bug}]", workload(module, bug))
+    if args.curves:
+        for world in (2, 4, 8):
+            h.run(f"ddp_adamw_user world={world}",
+                  workload("ddp_adamw_user", None, {"WORLD": world, "BATCH": 2 * world}))
+        for micro in (2, 4, 8):
+            h.run(f"ddp_adamw_user micro-batches={micro}", workload("ddp_adamw_user", None, {"MICRO": micro}))
     h.write(args.json)
     return 0
 
