@@ -50,17 +50,6 @@ def test_user_tp_dp_step_verifies_and_replays(control, tmp_path):
     assert ok, why
 
 
-def test_documented_commands(tmp_path):
-    """``pvcert verify examples/train/tp_dp_user.py --emit-cert`` then ``pvcert replay`` (docs/training.md)."""
-    from conftest import run_pvcert
-
-    cert = tmp_path / "cert.json"
-    v = run_pvcert("verify", "examples/train/tp_dp_user.py", "--emit-cert", str(cert), timeout=300)
-    assert v.returncode == 0 and "VERIFIED tp_dp_user" in v.stdout, v.stdout + v.stderr
-    r = run_pvcert("replay", str(cert), timeout=300)
-    assert r.returncode == 0 and "ACCEPT" in r.stdout, r.stdout + r.stderr
-
-
 BUG_AT = {"no_allreduce": "mm_1", "wrong_group": "mm_1", "no_scale": "new.up.weight", "stale": "new.up.weight"}
 
 
