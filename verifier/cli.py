@@ -91,7 +91,9 @@ def _verify_template(args: argparse.Namespace) -> int:
     with args.progress.phase("proving (blocks, wiring)"):
         res = verify(tc)
     secs = time.perf_counter() - t0
-    if not res.ok:   # the template engine runs no program: no counterexample to show
+    if res.block is not None and res.block.prepared is not None:   # a block not proved: search its inputs
+        return _not_proved(res.block.prepared, tc.name, res.reason, args, Limits(seconds=args.timeout), secs)
+    if not res.ok:   # the wiring runs no program: no counterexample to show
         v = Verdict(UNKNOWN, tc.name, res.reason, ["verify the same plan as a plan module (make_case) for a "
                                                    "per-operator report and a counterexample search"])
         return _emit(args, v, secs)

@@ -26,6 +26,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from certificates import FORMAT, VERSION
 from certificates.errors import CheckError, Malformed
@@ -49,6 +50,7 @@ class TemplateCase:
     hidden: int | None = None   # and hidden size
     batch: int = 1          # samples per micro-batch per DP replica
     lr: float = 0.1
+    user: Any = None        # the user's layer, loss and optimizer (user_template.UserBlocks): the blocks' code
 
     def dims(self) -> dict[str, int]:
         return {"L": self.layers, "dp": self.dp, "tp": self.tp, "pp": self.pp, "M": self.micro_batches,
@@ -212,6 +214,7 @@ class Verified:
     cert: dict | None = None
     times: dict[str, float] = field(default_factory=dict)
     events: int = 0
+    block: Any = None   # the block that was not proved (``template_blocks.BlockResult``)
 
 
 def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = None) -> Verified:
@@ -225,13 +228,18 @@ def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = 
     if mutation:
         sched = mutate(sched, mutation)
     t0 = time.perf_counter()
-    if blocks is None:
+    if blocks is None and tc.user is not None:
+        from .template_blocks import verify_captured
+        from .user_template import block_cases
+
+        blocks = [verify_captured(k, c) for k, c in block_cases(tc).items()]
+    elif blocks is None:
         blocks = [verify_block(k, block_model(tc), tc.tp, tc.lr, batch=tc.batch) for k in BLOCKS]
     times["blocks_s"] = time.perf_counter() - t0
     for b in blocks:
         times[f"{b.kind}_capture_s"], times[f"{b.kind}_verify_s"] = b.capture_s, b.verify_s
         if b.failure:
-            return Verified(False, f"block {b.kind}: {b.failure}", None, times)
+            return Verified(False, f"block {b.kind}: {b.failure}", None, times, block=b)
     t1 = time.perf_counter()
     try:
         run = check_wiring(sched)
@@ -272,7 +280,8 @@ def load_template(path: str) -> TemplateCase:
     tc = mod.make_template() if hasattr(mod, "make_template") else None
     if not isinstance(tc, TemplateCase):
         raise ValueError(f"{path}: make_template() must give a verifier.train.template.TemplateCase")
-    block_model(tc)     # sizes the blocks can be built at
+    if tc.user is None:
+        block_model(tc)     # sizes the reference blocks can be built at
     return tc
 
 

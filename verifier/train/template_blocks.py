@@ -164,22 +164,28 @@ class BlockResult:
     spec_ops: int
     impl_ops: int
     failure: str | None = None
+    prepared: Any = None   # on failure: the captured block (``direct.Result``) for a counterexample search
 
 
 def verify_block(kind: str, c: ModelConfig, tp: int, lr: float = 0.1, rope_not_sliced: bool = False,
                  seed: int = 0, batch: int = 1) -> BlockResult:
-    """Capture one block, verify it per operator, and return its claim, evidence and artifacts."""
+    """The reference parallelizer's block ``kind``, verified (``verify_captured``)."""
+    return verify_captured(kind, block_case(kind, c, tp, lr, batch, rope_not_sliced), seed)
+
+
+def verify_captured(kind: str, cc: CaptureCase, seed: int = 0) -> BlockResult:
+    """Capture a block's case, verify it per operator, and return its claim, evidence and artifacts."""
     from verifier import certificate
     from verifier.refine import infer, report
 
     t0 = time.perf_counter()
-    case = capture_case(block_case(kind, c, tp, lr, batch, rope_not_sliced))
+    case = capture_case(cc)
     t1 = time.perf_counter()
     inf = infer(case, seed=seed)
     t2 = time.perf_counter()
     res = BlockResult(kind, {}, {}, [], t1 - t0, t2 - t1, len(case.spec["nodes"]), len(case.impl["nodes"]))
     if not inf.verified:
-        res.failure = report.text(inf.failure, inf.prepared.impl).splitlines()[0]
+        res.failure, res.prepared = report.text(inf.failure, inf.prepared.impl).splitlines()[0], inf.prepared
         return res
     cert = certificate.per_operator_certificate(inf)
     claim = dict(cert["claims"][0])
