@@ -296,16 +296,32 @@ def mma_acc(g: int, q: int) -> tuple:
     return (g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1)
 
 
-def quick(ins: Instr, inputs: set[str]):
-    """A shortcut ``f(regs, inits) -> bool`` (or None) doing what ``step`` does and returning True, or changing
+def quick(ins: Instr, inputs: set[str], r: "Replay"):
+    """A shortcut ``f(regs, th) -> bool`` (or None) doing what ``step`` does and returning True, or changing
     nothing and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs``
-    element, integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
-    p, o, op, ty = ins.parts, ins.operands, ins.op, ins.parts[-1]
+    element, ``ld/st.shared.f32`` through an aligned shared-space address (a store: of a ``Rat``; ``r.load``/
+    ``r.store``), integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
+    p, o, op, ty, inits = ins.parts, ins.operands, ins.op, ins.parts[-1], r.inits
+    if p in (["ld", "shared", "f32"], ["st", "shared", "f32"]) and len(o) == 2 and isinstance(o[op == "ld"], Mem) \
+            and isinstance(o[op == "ld"].base, Reg) and isinstance(o[op == "st"], Reg):
+        (base, off), reg = (o[op == "ld"].base.name, o[op == "ld"].offset), o[op == "st"].name
+
+        def shared(regs, th):
+            a, v = regs.get(base), regs.get(reg)
+            if type(a) is not Ptr or a.space != "shared" or (a + off) % 4 or op == "st" and type(v) is not Rat:
+                return False
+            if op == "st":
+                r.store(th, ins, a.at(off), 4, v)
+            else:
+                v = r.load(th, ins, a.at(off), 4)
+                regs[reg] = r.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr) else typed(v, ty)
+            return True
+        return shared
     dst = o[0].name if o and isinstance(o[0], Reg) and "sat" not in p else None
     if dst and ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and all(isinstance(x, Reg) for x in o):
         src, fn = [x.name for x in o[1:]], FLOAT_OPS[op]
 
-        def flt(regs, inits):
+        def flt(regs, th):
             v = [regs.get(s) for s in src]   # two or three operands
             if not Rat is type(v[0]) is type(v[1]) is type(v[-1]):
                 return False
@@ -316,7 +332,7 @@ def quick(ins: Instr, inputs: set[str]):
             and isinstance(o[1].base, Reg) and len(o) == 2:
         base, off = o[1].base.name, o[1].offset
 
-        def load(regs, inits):
+        def load(regs, th):
             a = regs.get(base)
             if type(a) is not Ptr or a.space not in ("generic", "global") or a.alloc[0] not in inputs \
                     or a.alloc[3] != "global" or (a + off) % 4 or not a.alloc[1] <= a + off <= a.alloc[2] - 4:
@@ -335,7 +351,7 @@ def quick(ins: Instr, inputs: set[str]):
     at = {"add": 0, "sub": 0, "mad": 2}.get(op, -1)   # the operand an address may be
     fn = COMPARE[mode] if cmp else BINARY_OPS.get(op) or (lambda a, b, c=0: (a * b >> n if mode == "hi" else a * b) + c)
 
-    def integer(regs, inits):
+    def integer(regs, th):
         v, ptr = [c if name is None else regs.get(name) for name, c in src], None
         for i, (x, (name, t)) in enumerate(zip(v, src)):
             if type(x) is Ptr and i == at:
@@ -419,11 +435,15 @@ class Replay:
             raise Rejected(f"{k.name}: block of {self.n} threads")
         self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
         inputs = {t[0] for t in self.tensors if t[1] == "input" and t[2] == 4 and t[0] not in self.ints}
-        self.quick = [quick(ins, inputs) for ins in k.instrs]
         self.smem: dict[int, tuple] = {}      # address -> (value, width)
         self.gmem: dict[int, object] = {}
         self.inits: dict[int, object] = {}    # address -> its unknown initial value (one object)
-        self.shadow: dict[tuple, list] = {}   # (space, byte) -> [last write, {tid: last read}]
+        self.shadow: dict[str, dict] = {"shared": {}, "global": {}}   # space -> byte -> [last write, {tid: read}]
+        self.quick = [quick(ins, inputs, self) for ins in k.instrs]
+        self.runs = [()] * (len(k.instrs) + 1)   # pc -> the shortcuts of the unguarded instructions from pc on
+        for pc in range(len(k.instrs) - 1, -1, -1):
+            if self.quick[pc] and k.instrs[pc].guard is None:
+                self.runs[pc] = (self.quick[pc], *self.runs[pc + 1][:63])
         self.witness: set[tuple] = set()
 
     def err(self, th: Th, ins: Instr, msg: str) -> Rejected:
@@ -506,11 +526,21 @@ class Replay:
 
     def thread(self, th: Th) -> None:
         """Run ``th`` until it blocks at a barrier or collective, or exits."""
-        instrs, regs, quick, inits = self.k.instrs, th.regs, self.quick, self.inits
+        instrs, regs, quick = self.k.instrs, th.regs, self.quick
         while th.state == "run":
             if th.pc >= len(instrs):
                 th.state = "exit"
                 return
+            i = 0
+            for q in self.runs[th.pc]:   # straight-line shortcuts, up to the first declining
+                if not q(regs, th):
+                    break
+                i += 1
+            if i:
+                th.pc, self.steps = th.pc + i, self.steps + i
+                if self.steps >> 12 != (self.steps - i) >> 12:
+                    self.limits.tick()
+                continue
             ins = instrs[th.pc]
             self.steps += 1
             if self.steps % 4096 == 0:
@@ -523,7 +553,7 @@ class Replay:
                     th.pc += 1
                     continue
             q = quick[th.pc]
-            if q is not None and q(regs, inits):
+            if q is not None and q(regs, th):
                 th.pc += 1
                 continue
             try:
@@ -953,14 +983,16 @@ class Replay:
     def access(self, space: str, addr: int, width: int, th: Th, ins: Instr, write: bool) -> None:
         """Check the access against each byte's last write and reads; record ordered conflicts."""
         me, vc, last = (th.lin, th.vc[th.lin], ins.index), th.vc, None
+        shadow, seen = self.shadow[space], set()   # seen: reads checked at an earlier byte (the same outcome)
         for a in range(addr, addr + width):
-            sh = self.shadow.get((space, a)) or self.shadow.setdefault((space, a), [None, {}])
+            sh = shadow.get(a) or shadow.setdefault(a, [None, {}])
             if sh[0] is not None and sh[0][0] != th.lin and sh[0] is not last:   # the same write: same class
                 self.conflict(space, a, sh[0], me, vc, "WAW" if write else "RAW")
                 last = sh[0]
             if write:
                 for r in sh[1].values():
-                    if r[0] != th.lin:
+                    if r[0] != th.lin and r not in seen:
+                        seen.add(r)
                         self.conflict(space, a, r, me, vc, "WAR")
                 sh[0], sh[1] = me, {}
             else:
@@ -1274,7 +1306,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
         for c, e in zip(todo, evs):
             got, r = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
-            written, touched = set(r.gmem), {a for space, a in r.shadow if space == "global"}
+            written, touched = set(r.gmem), set(r.shadow["global"])
             events, classes = events + len(e["schedule"]), classes + len(r.witness)
             clash = next((a for a in written if seen.get(a, c) != c), None) or \
                 next((a for a in touched if wrote.get(a, c) != c), None)

@@ -62,7 +62,7 @@ class KernelError(CheckError):
     """The kernel does something the checked semantics rejects (out of bounds, ...)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Access:
     tid: int
     clock: int
@@ -354,7 +354,8 @@ class CTA:
         self.gmem: dict[int, tuple] = {}      # stores to global memory
         self.inits: dict[int, object] = {}    # global address -> its unknown initial value (one object)
         self.f32in: dict[int, Rat] = {}       # the f32 input elements loaded so far (_compile_load)
-        self.shadow: dict[tuple, _Shadow] = {}
+        self.shadow: dict[str, dict[int, _Shadow]] = {"shared": {}, "global": {}}   # space -> byte -> shadow
+        self.blocks: list = [_UNSET] * len(kernel.instrs)   # pc -> the straight-line run compiled there (_block)
         n = self.block[0] * self.block[1] * self.block[2]
         if n <= 0 or n > 1024:
             raise KernelError(f"{kernel.name}: block of {n} threads")
@@ -452,12 +453,11 @@ class CTA:
 
     def _record(self, space: str, addr: int, width: int, th: Thread, ins: Instr, write: bool) -> None:
         me = Access(th.lin, th.vc[th.lin], ins.index, ins.text, ins.line, write)
-        vc, last = th.vc, None
+        vc, last, shadow, seen = th.vc, None, self.shadow[space], set()   # seen: reads checked at an earlier byte
         for a in range(addr, addr + width):
-            key = (space, a)
-            sh = self.shadow.get(key)
+            sh = shadow.get(a)
             if sh is None:
-                sh = self.shadow[key] = _Shadow()
+                sh = shadow[a] = _Shadow()
             w = sh.w
             if w is not None and w.tid != th.lin and w is not last:   # one write over several bytes: one check
                 last = w
@@ -467,7 +467,8 @@ class CTA:
                                   self.threads[w.tid].syncs[w.clock]))
             if write:
                 for r in sh.r.values():
-                    if r.tid != th.lin:
+                    if r.tid != th.lin and id(r) not in seen:   # one read over several bytes: one check
+                        seen.add(id(r))
                         if vc[r.tid] <= r.clock:
                             raise RaceError(Race(space, a, r, me, self.where(space, a)), self.k.name)
                         self.witness.add((space, "WAR", r.index, me.index, self.threads[r.tid].syncs[r.clock]))
@@ -567,6 +568,22 @@ class CTA:
         return self._unsupported(ins, f"threads {a.tid} and {b.tid} of one warp store the same value to shared "
                                       f"{e.race.where} (a race in the PTX memory model, benign in CUDA; not modelled)")
 
+    def _smem_put(self, ins: Instr, addr: int, width: int, value) -> None:
+        """Shared memory after a (race-checked) store of ``value``: the values it overlaps dropped."""
+        for a in range(addr - 7, addr + width):  # drop overlapped values
+            e = self.smem.get(a)
+            if e is not None and a + e[1] > addr and a < addr + width:
+                if a != addr or e[1] != width:
+                    del self.smem[a]
+        if isinstance(value, Packed):
+            if width != 4:
+                raise Unsupported(f"{self.k.file}:{ins.line}: packed pair stored as {width} bytes")
+            self.smem.pop(addr, None)
+            self.smem[addr] = (value[0], 2)
+            self.smem[addr + 2] = (value[1], 2)
+            return
+        self.smem[addr] = (value, width)
+
     def store(self, th, ins, addr: Ptr, width: int, value) -> None:
         if isinstance(value, Inf):
             raise self._unsupported(ins, "a store of ±inf")
@@ -583,20 +600,7 @@ class CTA:
                 self._record("shared", addr, width, th, ins, True)
             except RaceError as e:
                 raise self._lanes_store_one_value(e, ins, addr, width, value) from None
-            for a in range(addr - 7, addr + width):  # drop overlapped values
-                e = self.smem.get(a)
-                if e is not None and a + e[1] > addr and a < addr + width:
-                    if a != addr or e[1] != width:
-                        if e[1] != width or a != addr:
-                            del self.smem[a]
-            if isinstance(value, Packed):
-                if width != 4:
-                    raise Unsupported(f"{self.k.file}:{ins.line}: packed pair stored as {width} bytes")
-                self.smem.pop(addr, None)
-                self.smem[addr] = (value[0], 2)
-                self.smem[addr + 2] = (value[1], 2)
-                return
-            self.smem[addr] = (value, width)
+            self._smem_put(ins, addr, width, value)
             return
         if space == "global":
             t, i = self._tensor(addr, th, ins)
@@ -642,7 +646,7 @@ class CTA:
             t, i = self._tensor(addr, self.threads[0], instrs[-1])
             outs[(t.name, i)] = v
         return Result(outs, self.steps, self.barriers, self.n, self.schedule, self.witness, set(self.gmem),
-                      {a for space, a in self.shadow if space == "global"})
+                      set(self.shadow["global"]))
 
     def _release(self) -> bool:
         """Release every barrier / warp collective whose participants all arrived."""
@@ -936,13 +940,31 @@ class CTA:
     # ------------------------------------------------------------------ one thread
 
     def _run_thread(self, th: Thread, instrs: list[Instr]) -> None:
-        regs = th.regs
-        n = len(instrs)
+        regs, n, blocks = th.regs, len(instrs), self.blocks
+        self.cur = th                # the thread the compiled shared-memory accesses record
         while th.state == "run":
-            if th.pc >= n:
+            pc = th.pc
+            if pc >= n:
                 th.state = "exit"
                 return
-            ins = instrs[th.pc]
+            blk = blocks[pc]
+            if blk is _UNSET:
+                blk = blocks[pc] = self._block(pc)
+            if blk is not None:      # a straight-line run: each closure completes, or raises _Fallback unchanged
+                i = 0
+                try:
+                    for f in blk:
+                        f(regs)
+                        i += 1
+                except _Fallback:
+                    pass
+                self.steps += i
+                if self.steps > MAX_STEPS:
+                    raise CheckError(f"{self.k.name}: more than {MAX_STEPS} steps")
+                th.pc = pc = pc + i
+                if i == len(blk):
+                    continue
+            ins = instrs[pc]         # the general path (unguarded where it fell back from a run)
             self.steps += 1
             if self.steps > MAX_STEPS:
                 raise CheckError(f"{self.k.name}: more than {MAX_STEPS} steps")
@@ -954,33 +976,29 @@ class CTA:
                 if bool(p) == g[1]:
                     th.pc += 1
                     continue
-            fast = ins.cache.get("fast", _UNSET)
-            if fast is _UNSET:
-                fast = ins.cache["fast"] = _compile(ins)
-            if fast is not None:
-                try:
-                    fast(regs)
-                    th.pc += 1
-                    continue
-                except _Fallback:
-                    pass
-            elif ins.op == "ld":
-                ld = ins.cache.get("ld", _UNSET)
-                if ld is _UNSET:
-                    ld = ins.cache["ld"] = _compile_load(ins)
-                if ld is not None:
-                    try:
-                        ld(regs, self.f32in)
-                        th.pc += 1
-                        continue
-                    except _Fallback:
-                        pass
             try:
                 self._step(th, ins)
             except CheckError:
                 raise
             except (IndexError, KeyError, AttributeError, TypeError, ValueError, ZeroDivisionError) as e:
                 raise self._err(th, ins, f"cannot execute ({type(e).__name__}: {e})") from None
+
+    def _block(self, pc: int):
+        """The closures of the unguarded instructions from ``pc`` on that have a fast path, up to
+        the first that has none (a tuple; None if the one at ``pc`` has none): register arithmetic
+        (``_compile``), repeated input loads (``_compile_load``), 4-byte shared accesses (``_compile_shared``)."""
+        out = []
+        for ins in self.k.instrs[pc:]:
+            if ins.guard is not None:
+                break
+            fast = ins.cache.get("fast", _UNSET)
+            if fast is _UNSET:
+                fast = ins.cache["fast"] = _compile(ins)
+            fast = fast or _compile_load(ins, self.f32in) or _compile_shared(ins, self) or _compile_setp(ins)
+            if fast is None:
+                break
+            out.append(fast)
+        return tuple(out) or None
 
     def _step(self, th: Thread, ins: Instr) -> None:  # noqa: C901 - one dispatch
         op, parts, ops = ins.op, ins.parts, ins.operands
@@ -1275,16 +1293,20 @@ class CTA:
 
     def _mem(self, th, ins) -> None:
         parts, ops = ins.parts, ins.operands
-        space = "generic"
-        for s in ("global", "shared", "param", "local", "const"):
-            if s in parts:
-                space = s
+        dec = ins.cache.get("emem")
+        if dec is None:      # decoded once per instruction
+            space = "generic"
+            for s in ("global", "shared", "param", "local", "const"):
+                if s in parts:
+                    space = s
+            vec = 1
+            for p in parts:
+                if p in ("v2", "v4", "v8"):
+                    vec = int(p[1:])
+            dec = ins.cache["emem"] = (space, vec)
+        space, vec = dec
         ty = parts[-1]
         width = _bits(ty) // 8 if ty != "pred" else 1
-        vec = 1
-        for p in parts:
-            if p in ("v2", "v4", "v8"):
-                vec = int(p[1:])
         if ins.op in ("ld", "ldu"):
             dst, m = ops[0], ops[1]
         else:
@@ -1413,6 +1435,13 @@ def _compile(ins: Instr):  # noqa: C901
             a, b = rds
             def f(regs):
                 regs[dst] = a(regs) * b(regs)
+        elif op in ("fma", "mad") and len(rds) == 3 and all(isinstance(o, Reg) for o in ops[1:]):
+            x, y, z = (o.name for o in ops[1:])
+            def f(regs):   # the readers inlined: three registers holding Rats
+                a, b, c = regs.get(x), regs.get(y), regs.get(z)
+                if type(a) is not Rat or type(b) is not Rat or type(c) is not Rat:
+                    raise _FB
+                regs[dst] = fma(a, b, c)
         elif op in ("fma", "mad") and len(rds) == 3:
             a, b, c = rds
             def f(regs):
@@ -1491,7 +1520,7 @@ def _compile(ins: Instr):  # noqa: C901
     return f
 
 
-def _compile_load(ins: Instr):
+def _compile_load(ins: Instr, f32in: dict):
     """``ld[.global].f32 r, [a+off]`` of an f32 input element already loaded once (``CTA.f32in``),
     where ``a`` is a generic or global address of that tensor and ``a+off`` stays inside it:
     the value ``load`` returns (inputs are never written or race-tracked); anything else
@@ -1503,7 +1532,7 @@ def _compile_load(ins: Instr):
         return None
     dst, base, off = ops[0].name, ops[1].base.name, ops[1].offset
 
-    def f(regs, f32in):
+    def f(regs):
         a = regs.get(base)
         if type(a) is not Ptr or a.space not in ("generic", "global") or a.alloc[3] != "global":
             raise _FB
@@ -1513,6 +1542,73 @@ def _compile_load(ins: Instr):
             raise _FB
         regs[dst] = v
     return f
+
+
+_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+        "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+_CMP.update(lo=_CMP["lt"], ls=_CMP["le"], hi=_CMP["gt"], hs=_CMP["ge"])
+
+
+def _compile_setp(ins: Instr):
+    """``setp.cmp.t p, a, b`` of two integers (registers holding ints, or immediates) into one
+    predicate register, ``t`` an integer type: ``_setp``'s comparison of the values at ``t``
+    (unsigned and bit types compared unsigned); anything else takes the general path."""
+    p, ops = ins.parts, ins.operands
+    if ins.op != "setp" or len(p) != 3 or p[1] not in _CMP or p[2] not in _INT_TYPES or len(ops) != 3 \
+            or not isinstance(ops[0], Reg):
+        return None
+    rds = [_reader(o, False) for o in ops[1:]]
+    if any(r is None for r in rds):
+        return None
+    (a, b), dst, ty, cmp = rds, ops[0].name, p[2], _CMP[p[1]]
+    mask = (1 << _bits(ty)) - 1 if ty[0] in "ub" else -1
+
+    def f(regs):
+        regs[dst] = cmp(_wrap(a(regs), ty) & mask, _wrap(b(regs), ty) & mask)
+    return f
+
+
+def _compile_shared(ins: Instr, cta: CTA):
+    """``ld.shared.f32 r, [a+off]`` / ``st.shared.f32 [a+off], r`` through a shared-space address
+    ``a`` of a shared variable, ``a+off`` aligned and inside it, of a ``Rat`` (a load: a 4-byte value
+    that is one): what ``_mem`` does, race record included (the thread ``cta.cur``); anything else
+    (another width or value, an error) takes the general path."""
+    p, ops = ins.parts, ins.operands
+    if ins.op not in ("ld", "st") or p != [ins.op, "shared", "f32"] or len(ops) != 2:
+        return None
+    m, r = (ops[1], ops[0]) if ins.op == "ld" else ops
+    if not isinstance(m, Mem) or not isinstance(m.base, Reg) or not isinstance(r, Reg):
+        return None
+    base, off, name, smem = m.base.name, m.offset, r.name, cta.smem
+
+    def at(regs) -> int:
+        a = regs.get(base)
+        if type(a) is not Ptr or a.space != "shared" or a.alloc[3] != "shared":
+            raise _FB
+        x = int(a) + off
+        if x % 4 or not a.alloc[1] <= x <= a.alloc[2] - 4:
+            raise _FB
+        return x
+
+    def load(regs):
+        x = at(regs)
+        ent = smem.get(x)
+        if ent is None or ent[1] != 4 or type(ent[0]) is not Rat:
+            raise _FB
+        cta._record("shared", x, 4, cta.cur, ins, False)
+        regs[name] = ent[0]
+
+    def store(regs):
+        v = regs.get(name)
+        if type(v) is not Rat:
+            raise _FB
+        x = at(regs)
+        try:
+            cta._record("shared", x, 4, cta.cur, ins, True)
+        except RaceError as e:
+            raise cta._lanes_store_one_value(e, ins, x, 4, v) from None
+        cta._smem_put(ins, x, 4, v)
+    return load if ins.op == "ld" else store
 
 
 def _address_add(dst: str, op: str, x, y, ty: str):
