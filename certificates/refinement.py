@@ -103,8 +103,7 @@ def instantiate(spec: Graph, impl: Graph, rel: Relation, fresh: Callable[[str, T
     for name in spec.inputs:
         first, *rest = rel[name]
         spec_env[name] = np.asarray(terms.evaluate(first, lambda r: impl_env[r]))
-        for r in terms.refs(first):  # conservatively: every element of a defining tensor
-            taken.update(range(offset[r], offset[r] + impl_env[r].size))
+        taken.update(lab for labs in _labels(first, impl, offset).ravel() for lab in labs)  # the elements it reads
         for t in rest:
             c, u = terms.factor(t)  # t = c * u with c != 0: u is bound to value / c; a scale inside u is not
             elements = [] if _uses(u, ("scale", "mean")) else list(_labels(u, impl, offset).ravel())
@@ -129,7 +128,7 @@ class _Labels(tuple):
     def __add__(self, o):
         return _Labels(tuple(self) + tuple(o)) if isinstance(o, tuple) else self
 
-    __radd__ = __add__
+    __radd__, __mul__ = __add__, lambda self, c: self   # a scaled element reads the same impl elements
 
 
 def _labels(t: terms.Term, impl: Graph, offset: dict) -> np.ndarray:

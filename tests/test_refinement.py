@@ -189,3 +189,47 @@ def test_relation_errors_are_malformed():
             run(s, g, bad, expect)
     with pytest.raises(Undecided, match=r"no relation for spec input\(s\) A"):   # UNKNOWN, exit 4
         run(s, g, {"X": rin["X"]}, expect)
+
+
+def fused_qk(kv_rows=(1, 1, 1, 1)):
+    """Four TP ranks, each with a fused [q; k] weight: one q head per rank, the two k heads each
+    replicated on two ranks (grouped-query attention with more ranks than KV heads). ``kv_rows``:
+    the row of its fused weight each rank takes k from (1 is right)."""
+    s = GraphBuilder("qk")
+    s.input("X", [2, 4], "activation")
+    s.input("WQ", [4, 4], "parameter")
+    s.input("WK", [2, 4], "parameter")
+    s.node("aten.linear.default", ["X", "WQ"], "Q")
+    s.node("aten.linear.default", ["X", "WK"], "K")
+    s.output("Q")
+    s.output("K")
+    g = GraphBuilder("fused_qk", 4)
+    for r in range(4):
+        g.input(f"x@r{r}", [2, 4], "activation", rank=r)
+        g.input(f"w@r{r}", [2, 4], "parameter", rank=r)
+        g.node("aten.linear.default", [f"x@r{r}", f"w@r{r}"], f"qk@r{r}", rank=r)
+        parts = [f"a@r{r}", f"b@r{r}"] if kv_rows[r] == 1 else [f"b@r{r}", f"a@r{r}"]
+        g.node("aten.split.Tensor", [f"qk@r{r}"], parts, rank=r, split_size=1, dim=1)
+        g.output(f"a@r{r}")
+        g.output(f"b@r{r}")
+    q, k = ("a", "b")
+    sl = lambda r, lo: f"slice(w@r{r}, dim=0, start={lo}, end={lo + 1})"   # noqa: E731
+    rin = {"X": [f"x@r{r}" for r in range(4)], "WQ": [f"concat({', '.join(sl(r, 0) for r in range(4))}, dim=0)"],
+           "WK": [f"concat({sl(0, 1)}, {sl(2, 1)}, dim=0)", f"concat({sl(1, 1)}, {sl(3, 1)}, dim=0)"]}
+    expect = {"Q": [f"concat({', '.join(f'{q}@r{r}' for r in range(4))}, dim=1)"],
+              "K": [f"concat({k}@r0, {k}@r2, dim=1)", f"concat({k}@r1, {k}@r3, dim=1)"]}
+    return s, g, rin, expect
+
+
+def test_replicated_heads_in_a_fused_weight():
+    """A KV head replicated on two ranks, inside fused weights whose other rows another input
+    reads: the copies bind (only the elements a relation reads are taken; it used to say
+    'constrains w@r1 element 4 twice')."""
+    r = run(*fused_qk())
+    assert r.verified, [o.failure for o in r.outcomes]
+
+
+def test_replicated_head_taken_from_the_wrong_rows_is_refuted():
+    s, g, rin, expect = fused_qk(kv_rows=(1, 0, 1, 1))   # rank 1 swaps its q and k heads
+    r = run(s, g, rin, expect)
+    assert not r.verified and r.counterexample is not None
