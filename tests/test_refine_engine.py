@@ -7,7 +7,7 @@ import json
 import pytest
 
 from certificates.replay import replay
-from test_refinement import reduce_scatter_case, sp_linear, vocab_parallel_embedding
+from test_refinement import fused_qk, reduce_scatter_case, sp_linear, vocab_parallel_embedding
 from verifier import certificate
 from verifier.case import Case
 from verifier.refine import infer, report
@@ -25,6 +25,18 @@ def test_tp_mlp_relations():
     assert rel["H"] == ["concat(h@r0, h@r1, h@r2, h@r3, dim=1)"]
     assert rel["A"] == ["concat(a@r0, a@r1, a@r2, a@r3, dim=1)"]
     assert set(rel["Y"]) == {"y@r0", "y@r1", "y@r2", "y@r3", "sum(p@r0, p@r1, p@r2, p@r3)"}
+
+
+def test_replicated_heads_in_fused_weights_per_operator(tmp_path):
+    """The ranks holding one KV head's copies form a group (read off the relation's slices), so the
+    per-operator engine finds ``concat(b@r0, b@r2)`` and ``concat(b@r1, b@r3)``; swapped heads are not proved."""
+    inf = infer(case_of(*fused_qk()))
+    assert inf.verified, inf.failure
+    assert {str(e) for e in inf.relation["K"]} >= {"concat(b@r0, b@r2, dim=1)", "concat(b@r1, b@r3, dim=1)"}
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(certificate.per_operator_certificate(inf)))
+    assert all(r.ok for r in replay(str(p)))
+    assert not infer(case_of(*fused_qk(kv_rows=(1, 0, 1, 1)))).verified
 
 
 def test_missing_all_reduce_fails_the_expectation():

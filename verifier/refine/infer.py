@@ -76,8 +76,8 @@ def _groups(impl: Graph, inputs: Relation) -> list[tuple[int, ...]]:
 
     def walk(e: terms.Term) -> None:
         if isinstance(e, terms.Call):
-            if e.fn in ("concat", "sum", "mean") and all(isinstance(a, terms.Ref) for a in e.args):
-                ranks = tuple(impl.tensors[a.name].rank for a in e.args)
+            if e.fn in ("concat", "sum", "mean") and all(len(set(terms.refs(a))) == 1 for a in e.args):
+                ranks = tuple(impl.tensors[terms.refs(a)[0]].rank for a in e.args)   # slices of fused weights too
                 if None not in ranks and len(set(ranks)) == len(ranks):
                     gs.add(ranks)
             for a in e.args:
