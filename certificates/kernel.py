@@ -319,13 +319,13 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
         return shared
     dst = o[0].name if o and isinstance(o[0], Reg) and "sat" not in p else None
     if dst and ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and all(isinstance(x, Reg) for x in o):
-        src, fn = [x.name for x in o[1:]], FLOAT_OPS[op]
+        src, fn, three = [x.name for x in o[1:]], FLOAT_OPS[op], len(o) == 4 and op in ("fma", "mad")
 
         def flt(regs, th):
-            v = [regs.get(s) for s in src]   # two or three operands
-            if not Rat is type(v[0]) is type(v[1]) is type(v[-1]):
+            a, b, c = regs.get(src[0]), regs.get(src[1]), regs.get(src[-1])   # two or three operands
+            if type(a) is not Rat or type(b) is not Rat or type(c) is not Rat:
                 return False
-            regs[dst] = fn(v)
+            regs[dst] = fma(a, b, c) if three else fn((a, b))   # FLOAT_OPS' fma and mad are fma
             return True
         return flt
     if dst and p in (["ld", "global", "f32"], ["ld", "global", "nc", "f32"]) and isinstance(o[1], Mem) \
@@ -350,6 +350,15 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
     src = [(x.name, t) if isinstance(x, Reg) else (None, wrap(x.value, t)) for x, t in zip(o[1:], (ty, ty, dt))]
     at = {"add": 0, "sub": 0, "mad": 2}.get(op, -1)   # the operand an address may be
     fn = COMPARE[mode] if cmp else BINARY_OPS.get(op) or (lambda a, b, c=0: (a * b >> n if mode == "hi" else a * b) + c)
+    (na, ca), (nb, cb) = src[:2]
+
+    def addsub(regs, th):   # a + b, a - b: integer's result (its operands' wraps vanish modulo 2^n)
+        a, b = ca if na is None else regs.get(na), cb if nb is None else regs.get(nb)
+        if type(b) is not int or type(a) is not int and type(a) is not Ptr:
+            return False
+        r = wrap(a - b if op == "sub" else a + b, ty)
+        regs[dst] = r if type(a) is int else Ptr(r, a.alloc, a.space)
+        return True
 
     def integer(regs, th):
         v, ptr = [c if name is None else regs.get(name) for name, c in src], None
@@ -363,7 +372,7 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
         r = fn(*v)
         regs[dst] = r if cmp else wrap(r, dt) if ptr is None else Ptr(wrap(r, dt), ptr.alloc, ptr.space)
         return True
-    return integer
+    return addsub if op in ("add", "sub") else integer
 
 
 class Th:

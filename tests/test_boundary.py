@@ -75,7 +75,7 @@ LIMIT = 3000   # the project's rule for each claim kind's trusted base
 # scaled relations, then ops_aten (captured real models), outgrew four trimming passes; these ceilings may
 # only shrink (measured 3,216 and 3,217 after the fourth pass, from 3,284 and 3,292).
 OVER = {"staged-refinement": 3220, "train-template": 3222}
-TOTAL = 5601   # the whole directory (measured 5,600: 5,569 plus 31 for the checker's straight-line shortcuts of issue 17;
+TOTAL = 5609   # the whole directory (measured 5,607: 5,568 plus 39 for the checker's straight-line shortcuts of issue 17;
 #                was 4,500 before the kernel front end for real PTX)
 
 

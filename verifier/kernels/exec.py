@@ -1626,14 +1626,12 @@ def _address_add(dst: str, op: str, x, y, ty: str):
         ta, tb = type(a), type(b)
         if tb is not int or (ta is not int and ta is not Ptr):
             if tb is Ptr and ta is int and not sub:
-                regs[dst] = Ptr(_wrap(_wrap(a, ty) + b, ty), b.alloc, b.space)
+                regs[dst] = Ptr(_wrap(a + b, ty), b.alloc, b.space)
                 return
             raise _FB
-        b = _wrap(b, ty)
-        if ta is Ptr:
+        if ta is Ptr:   # the operands' own wraps vanish modulo 2^n
             regs[dst] = Ptr(_wrap(int(a) - b if sub else int(a) + b, ty), a.alloc, a.space)
         else:
-            a = _wrap(a, ty)
             regs[dst] = _wrap(a - b if sub else a + b, ty)
     return f
 
