@@ -3,6 +3,7 @@ approx(spec)"; each listed rewrite (``RULES``) of the exact spec is applied here
 
 from typing import Any
 
+from . import ops_aten, ops_grad, ops_train  # noqa: F401 (refinement claims: every operator family)
 from .chain import replay_refinement
 from .errors import Malformed, fail_if
 from .graph import parse_graph

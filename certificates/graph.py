@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LimitExceeded, Malformed, Unsupported
+from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .limits import DEFAULT, Limits
 from .dtypes import DtypeError, fit
 from .ops import INT_DTYPES, REQ, REGISTRY, Op, ShapeError
@@ -18,6 +18,7 @@ TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(@r[0-9]+)?")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 ROLES = ("activation", "parameter", "gradient", "buffer", "index", "label", "mask", "state")
 MAX_WORLD = 4096
+CORE = ("ops", "ops_grad")   # the operator families staged and template claims trust (docs/architecture.md)
 
 
 @dataclass
@@ -276,6 +277,12 @@ def _check_shapes(node: Node, tensors: dict, where: str) -> None:
     for t, s in zip(node.outputs, out):
         if tuple(s) != tensors[t].shape:
             raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} but the op gives {list(s)}")
+
+
+def require_families(g: Graph, families: tuple[str, ...], where: str) -> None:
+    """Refuse operators defined outside ``families`` (registry modules): all that a kind of claim trusts."""
+    bad = sorted({n.target for n in g.nodes if n.op.run.__module__.rsplit(".", 1)[-1] not in families})
+    fail_if(bad, Unsupported, f"{where}: {', '.join(bad[:3])}: not an operator this kind of claim trusts {families}")
 
 
 def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limits = DEFAULT) -> dict[str, np.ndarray]:

@@ -691,4 +691,3 @@ op("_c10d_functional.broadcast.default", "self", {"src": REQ}, shape=_broadcast_
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
 op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
     lambda xs, a: [xs[0]])
-from . import ops_aten, ops_grad, ops_train  # noqa: E402,F401 (more forward, backward and training operators)

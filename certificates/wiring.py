@@ -9,10 +9,10 @@ from typing import Callable
 
 import numpy as np
 
-from . import terms
+from . import ops_grad, terms  # noqa: F401 (its operators: ops, ops_grad)
 from .chain import replay_refinement
 from .errors import LimitExceeded, Malformed, Rejected, fail_if
-from .graph import evaluate
+from .graph import CORE, evaluate, require_families
 from .obligations import graph_artifact
 from .ops import INT_DTYPES
 
@@ -410,6 +410,7 @@ def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits)
         if not isinstance(b, dict) or b.get("kind") != "refinement" or not isinstance(bev.get(k), dict):
             raise Rejected(f"block '{k}' is not a refinement claim with evidence")
         graphs[k] = tuple(graph_artifact(arts, b.get(side), where, limits) for side in ("spec", "impl"))
+        [require_families(g, CORE, f"{where}: block {k}") for g in graphs[k]]
     check_interface(blocks, graphs, dims["tp"], where)
     check_sizes(graphs, dims)
     check_gradients(graphs, sorted(set(blocks["fwd"]["input_relation"]) - {"h", "cos", "sin"}), limits)

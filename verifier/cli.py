@@ -105,10 +105,17 @@ def _verify_template(args: argparse.Namespace) -> int:
 
 
 def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
+    from certificates.graph import CORE, parse_graph, require_families
+
     from .refine import report
     from .stages.certificate import staged_certificate
     from .stages.run import summary, verify_staged
 
+    try:   # what a staged claim's checker trusts (certificates/graph.py CORE)
+        [require_families(parse_graph(g, case.name), CORE, f"{case.name} (--staged)") for g in (case.spec, case.impl)]
+    except CheckError as e:
+        return _emit(args, Verdict(UNKNOWN, case.name, str(e), ["verify it without --staged: a refinement claim "
+                                                                 "trusts every operator family"]), 0.0)
     with args.progress.phase("staged") as p:
         res = verify_staged(case, jobs=args.jobs, executor=args.executor, reduce=not args.full_shapes,
                             limits=limits, seed=args.seed, progress=lambda phase, k, n: p.update(k, n, phase))

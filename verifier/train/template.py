@@ -31,7 +31,7 @@ from typing import Any
 from certificates import FORMAT, VERSION
 from certificates.errors import CheckError, Malformed
 from certificates.limits import Limits
-from certificates.graph import parse_graph
+from certificates.graph import CORE, parse_graph, require_families
 from certificates.wiring import check_dims, check_gradients, check_schedule, check_sizes
 
 
@@ -264,9 +264,11 @@ def verify(tc: TemplateCase, mutation: str | None = None, blocks: list | None = 
 
 
 def check_blocks(blocks: list, dims: dict) -> None:
-    """The checker's guards on the blocks: checked at the claim's sizes, gradients not vanishing."""
+    """The checker's guards on the blocks: its operator families, the claim's sizes, gradients not vanishing."""
     graphs = {b.kind: tuple(parse_graph(next(a["embedded"] for a in b.artifacts if a["id"] == f"{b.kind}.{side}"),
                                         f"block {b.kind} {side}") for side in ("spec", "impl")) for b in blocks}
+    for k, pair in graphs.items():
+        [require_families(g, CORE, f"block {k}") for g in pair]
     check_sizes(graphs, dims)
     params = sorted(set(next(b for b in blocks if b.kind == "fwd").claim["input_relation"]) - {"h", "cos", "sin"})
     check_gradients(graphs, params, Limits())

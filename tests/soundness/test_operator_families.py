@@ -1,0 +1,103 @@
+"""Each kind of claim trusts the operator families it imports, and refuses the others.
+
+Staged and template claims trust ``ops.py`` and ``ops_grad.py`` only (``certificates.graph.CORE``;
+docs/architecture.md): a graph with an operator of ``ops_aten.py`` or ``ops_train.py`` is refused
+by their checkers even in a process where those modules are loaded (this one: the engine loads
+every family), and by the engine before it proves anything. Refinement claims trust every family.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from certificates.errors import Unsupported
+from certificates.graph import CORE, parse_graph, require_families
+from certificates.limits import canonical_bytes
+from certificates.replay import replay
+from conftest import ROOT, run_pvcert
+from verifier.ir import GraphBuilder
+
+
+def _abs_case(tmp_path) -> str:
+    """``y = abs(x)`` on one rank against the same on two (``abs``: an ops_aten operator)."""
+    s = GraphBuilder("abs")
+    s.input("X", [2, 2], "activation")
+    s.node("aten.abs.default", ["X"], "Y")
+    s.output("Y")
+    g = GraphBuilder("abs_tp", 2)
+    for r in range(2):
+        g.input(f"x@r{r}", [2, 2], "activation", rank=r)
+        g.node("aten.abs.default", [f"x@r{r}"], f"y@r{r}", rank=r)
+        g.output(f"y@r{r}")
+    (tmp_path / "spec.json").write_text(json.dumps(s.build()))
+    (tmp_path / "impl.json").write_text(json.dumps(g.build()))
+    case = {"format": "pvcert-case", "version": 1, "name": "abs", "spec": "spec.json", "impl": "impl.json",
+            "input_relation": {"X": ["x@r0", "x@r1"]}, "expect": {"Y": ["y@r0", "y@r1"]}}
+    (tmp_path / "case.json").write_text(json.dumps(case))
+    return str(tmp_path / "case.json")
+
+
+def test_staged_refuses_operators_it_does_not_trust_and_refinement_accepts_them(tmp_path):
+    case = _abs_case(tmp_path)
+    r = run_pvcert("verify", case, "--staged")
+    assert r.returncode == 4 and "UNKNOWN" in r.stdout and "aten.abs.default" in r.stdout, r.stdout + r.stderr
+    cert = tmp_path / "c.json"
+    r = run_pvcert("verify", case, "--emit-cert", str(cert))
+    assert r.returncode == 0 and "VERIFIED" in r.stdout, r.stdout + r.stderr
+    assert all(x.ok for x in replay(str(cert)))
+
+
+def _rehash(cert: dict) -> dict:
+    """The forger recomputes every artifact's sha256."""
+    import hashlib
+
+    for a in cert["subject"]["artifacts"]:
+        if "embedded" in a:
+            a["sha256"] = hashlib.sha256(canonical_bytes(a["embedded"])).hexdigest()
+    return cert
+
+
+def _staged_cert(tmp_path) -> dict:
+    cert = tmp_path / "staged.json"
+    r = run_pvcert("verify", f"{ROOT}/examples/tp_mlp/case.json", "--staged", "--emit-cert", str(cert))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(cert.read_text())
+
+
+def test_forged_staged_certificate_with_an_untrusted_operator_rejected(tmp_path):
+    cert = _staged_cert(tmp_path)
+    assert all(x.ok for x in replay(str(tmp_path / "staged.json")))
+    bad = copy.deepcopy(cert)
+    spec = next(a["embedded"] for a in bad["subject"]["artifacts"] if a["id"] == bad["claims"][0]["spec"])
+    node = next(n for n in spec["nodes"] if n["target"] == "aten.gelu.default")
+    node["target"], node["attrs"] = "aten.abs.default", {}
+    (tmp_path / "bad.json").write_text(json.dumps(_rehash(bad)))
+    rs = replay(str(tmp_path / "bad.json"))
+    assert not any(x.ok for x in rs)
+    assert "aten.abs.default: not an operator this kind of claim trusts" in rs[0].detail, rs[0].detail
+
+
+@pytest.mark.parametrize("target", ["aten.abs.default", "aten.native_batch_norm.default", "pvcert.route.default"])
+def test_core_excludes_the_real_model_and_training_families(target):
+    from certificates.ops import REGISTRY
+
+    assert REGISTRY[target].run.__module__.rsplit(".", 1)[-1] not in CORE
+
+
+def test_forged_template_block_with_an_untrusted_operator_rejected(tmp_path):
+    pytest.importorskip("torch")
+    from verifier.train.template import TemplateCase, verify
+
+    res = verify(TemplateCase("t", 2, 1, 2, 1, 1))
+    assert res.ok, res.reason
+    bad = copy.deepcopy(res.cert)
+    spec = next(a["embedded"] for a in bad["subject"]["artifacts"] if a["id"] == "fwd.spec")
+    node = next(n for n in spec["nodes"] if n["target"] == "aten.neg.default")
+    node["target"] = "aten.abs.default"
+    (tmp_path / "bad.json").write_text(json.dumps(_rehash(bad)))
+    rs = replay(str(tmp_path / "bad.json"))
+    assert not rs[0].ok and "block fwd: aten.abs.default: not an operator this kind of claim" in rs[0].detail, \
+        rs[0].detail
