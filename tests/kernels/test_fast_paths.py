@@ -1,0 +1,84 @@
+"""The compiled fast paths (issue 17) change no outcome: every kernel below gives, with them and
+without them, the same outputs, schedule and witness or the same error, in the engine (straight-line
+runs of ``_compile``/``_compile_load``/``_compile_shared``/``_compile_setp``: ``CTA._block``) and in the
+checker (``certificates.kernel.quick`` and its runs)."""
+
+import pytest
+
+import certificates.kernel as ck
+from certificates.errors import CheckError
+from certificates.kernel import Printer, Replay
+from certificates.limits import Limits
+from certificates.ptx import parse
+from verifier.kernels import exec as ex
+
+from test_exec import HEAD, PARAMS, TAIL
+
+STORE = "\tst.shared.f32 [%r4], %f1;\n"
+BAR = "\tbar.sync 0;\n"
+NEXT = "\txor.b32 %r8, %r1, 1;\n\tshl.b32 %r9, %r8, 2;\n\tadd.s32 %r5, %r2, %r9;\n"   # the other thread's slot
+OUT = "\tst.global.f32 [%rd7], %f2;\n"
+CASES = {
+    "ordered": STORE + BAR + NEXT + "\tld.shared.f32 %f2, [%r5];\n" + OUT,
+    "raw race": STORE + NEXT + "\tld.shared.f32 %f2, [%r5];\n" + OUT,
+    "war race": NEXT + "\tld.shared.f32 %f2, [%r5];\n" + STORE + OUT,
+    "waw race": "\tst.shared.f32 [%r2], %f1;\n\tmov.f32 %f2, %f1;\n" + OUT,
+    "same value, one warp": "\tmov.f32 %f3, 0f3F800000;\n\tst.shared.f32 [%r2], %f3;\n\tmov.f32 %f2, %f3;\n" + OUT,
+    "misaligned": STORE + BAR + "\tld.shared.f32 %f2, [%r4+2];\n" + OUT,
+    "out of bounds": STORE + BAR + "\tld.shared.f32 %f2, [%r4+256];\n" + OUT,
+    "never written": "\tld.shared.f32 %f2, [%r4+8];\n" + OUT,
+    "halves": "\tst.shared.b16 [%r4], %rs1;\n\tst.shared.b16 [%r4+2], %rs1;\n" + BAR
+              + "\tld.shared.f32 %f2, [%r4];\n\tst.global.f32 [%rd7], %f2;\n",
+    "int bits as float": "\tst.shared.f32 [%r4], %r3;\n" + BAR + "\tld.shared.f32 %f2, [%r4];\n" + OUT,
+    "reread after a store": STORE + "\tadd.f32 %f4, %f1, %f1;\n\tst.shared.f32 [%r4], %f4;\n"
+                            "\tld.shared.f32 %f2, [%r4];\n\tfma.rn.f32 %f2, %f2, %f1, %f4;\n" + OUT,
+    "setp and address add": "\tmov.u32 %r6, -5;\n\tsetp.lt.u32 %p1, %r6, 3;\n\tsetp.lt.s32 %p2, %r6, 3;\n"
+                            "\tselp.f32 %f2, %f1, 0f40000000, %p1;\n\tselp.f32 %f3, %f1, 0f40400000, %p2;\n"
+                            "\tadd.f32 %f2, %f2, %f3;\n\tadd.s64 %rd8, %rd7, -4;\n\tadd.s64 %rd9, %rd8, 4;\n"
+                            "\tst.global.f32 [%rd9], %f2;\n",
+    "wrapping add": "\tmov.u32 %r6, 2147483647;\n\tadd.s32 %r7, %r6, %r6;\n\tsetp.eq.s32 %p1, %r7, -2;\n"
+                    "\tselp.f32 %f2, %f1, 0f40000000, %p1;\n" + OUT,
+}
+
+
+def outcome(fn):
+    try:
+        return "ok", fn()
+    except CheckError as e:
+        return type(e).__name__, str(e)
+
+
+def engine(k, fast: bool):
+    cta = ex.CTA(k, [1, 1, 1], [2, 1, 1], PARAMS)
+    if not fast:
+        cta._block = lambda pc: None      # every instruction through the general path (_step)
+    with ck.no_gc():
+        r = cta.run()
+    return r
+
+
+def checker(k, schedule, fast: bool, monkeypatch):
+    if not fast:
+        monkeypatch.setattr(ck, "quick", lambda ins, inputs, r: None)
+    r = Replay(k, [1, 1, 1], [2, 1, 1], PARAMS, (0, 0, 0), Limits(), "")
+    got = r.run(schedule)
+    monkeypatch.undo()
+    p = Printer()
+    return {key: p.text(v) for key, v in sorted(got.items())}, sorted(r.witness), sorted(r.shadow["global"])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fast_paths_change_no_outcome(name, monkeypatch):
+    body = "\t.reg .b16 %rs<4>;\n\tmov.b16 %rs1, 7;\n" + CASES[name]
+    k = parse(HEAD + body + TAIL, "t.ptx").kernel()
+    p = Printer()
+    runs = []
+    for fast in (True, False):
+        kind, r = outcome(lambda: engine(parse(HEAD + body + TAIL, "t.ptx").kernel(), fast))
+        runs.append((kind, r) if kind != "ok" else
+                    (kind, {key: p.text(v) for key, v in sorted(r.outputs.items())}, r.schedule, sorted(r.witness)))
+    assert runs[0] == runs[1]
+    schedule = runs[0][2] if runs[0][0] == "ok" else \
+        [["run", 0, 1], ["bar", 0, None, [[0, 1]]], ["run", 0, 1]] if BAR in body else [["run", 0, 1]]
+    fast, slow = (outcome(lambda: checker(k, schedule, f, monkeypatch)) for f in (True, False))
+    assert fast == slow and (fast[0] == "ok") == (runs[0][0] == "ok")
