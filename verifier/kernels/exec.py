@@ -355,6 +355,7 @@ class CTA:
         self.inits: dict[int, object] = {}    # global address -> its unknown initial value (one object)
         self.f32in: dict[int, Rat] = {}       # the f32 input elements loaded so far (_compile_load)
         self.shadow: dict[str, dict[int, _Shadow]] = {"shared": {}, "global": {}}   # space -> byte -> shadow
+        self.words: dict[str, dict[int, _Shadow]] = {"shared": {}, "global": {}}    # aligned words, see _record
         self.blocks: list = [_UNSET] * len(kernel.instrs)   # pc -> the straight-line run compiled there (_block)
         n = self.block[0] * self.block[1] * self.block[2]
         if n <= 0 or n > 1024:
@@ -452,9 +453,22 @@ class CTA:
     # ------------------------------------------------------------------ memory
 
     def _record(self, space: str, addr: int, width: int, th: Thread, ins: Instr, write: bool) -> None:
+        """Check and record one access, per byte. A word (4 aligned bytes) only ever accessed whole has one
+        shadow in ``words`` for its four bytes (theirs are equal, and the byte loop finds nothing new past the
+        first); any other access first splits the words it overlaps into per-byte copies."""
         me = Access(th.lin, th.vc[th.lin], ins.index, ins.text, ins.line, write)
         vc, last, shadow, seen = th.vc, None, self.shadow[space], set()   # seen: reads checked at an earlier byte
-        for a in range(addr, addr + width):
+        words, span = self.words[space], range(addr, addr + width)
+        if width == 4 and not addr & 3 and (addr in words or not (addr in shadow or addr + 1 in shadow
+                                                                  or addr + 2 in shadow or addr + 3 in shadow)):
+            shadow, span = words, range(addr, addr + 1)
+        else:
+            for w in range(addr & ~3, addr + width, 4):
+                old = words.pop(w, None)
+                for b in range(w, w + 4) if old is not None else ():
+                    sh = shadow[b] = _Shadow()
+                    sh.w, sh.r = old.w, dict(old.r)
+        for a in span:
             sh = shadow.get(a)
             if sh is None:
                 sh = shadow[a] = _Shadow()
@@ -646,7 +660,7 @@ class CTA:
             t, i = self._tensor(addr, self.threads[0], instrs[-1])
             outs[(t.name, i)] = v
         return Result(outs, self.steps, self.barriers, self.n, self.schedule, self.witness, set(self.gmem),
-                      set(self.shadow["global"]))
+                      set(self.shadow["global"]) | {w + i for w in self.words["global"] for i in range(4)})
 
     def _release(self) -> bool:
         """Release every barrier / warp collective whose participants all arrived."""
@@ -1612,27 +1626,27 @@ def _compile_shared(ins: Instr, cta: CTA):
 
 
 def _address_add(dst: str, op: str, x, y, ty: str):
-    """``add``/``sub`` of integers, or of a pointer and an integer (``_int``'s provenance rule)."""
-    def reader(o):
-        if isinstance(o, Imm):
-            c = o.value
-            return lambda regs: c
-        name = o.name
-        return lambda regs: regs.get(name)
-    ra, rb, sub = reader(x), reader(y), op == "sub"
+    """``add``/``sub`` of integers, or of a pointer and an integer (``_int``'s provenance rule); the
+    operands' own wraps vanish modulo 2^n, so only the result is wrapped (``_wrap`` inlined)."""
+    xa, ca = (x.name, None) if isinstance(x, Reg) else (None, x.value)
+    xb, cb = (y.name, None) if isinstance(y, Reg) else (None, y.value)
+    sub = op == "sub"
+    _wrap(0, ty)
+    mask, sign, full = _WRAP[ty]
 
     def f(regs):
-        a, b = ra(regs), rb(regs)
+        a = regs.get(xa) if xa is not None else ca
+        b = regs.get(xb) if xb is not None else cb
         ta, tb = type(a), type(b)
         if tb is not int or (ta is not int and ta is not Ptr):
             if tb is Ptr and ta is int and not sub:
                 regs[dst] = Ptr(_wrap(a + b, ty), b.alloc, b.space)
                 return
             raise _FB
-        if ta is Ptr:   # the operands' own wraps vanish modulo 2^n
-            regs[dst] = Ptr(_wrap(int(a) - b if sub else int(a) + b, ty), a.alloc, a.space)
-        else:
-            regs[dst] = _wrap(a - b if sub else a + b, ty)
+        r = (a - b if sub else a + b) & mask
+        if r & sign:
+            r -= full
+        regs[dst] = r if ta is int else Ptr(r, a.alloc, a.space)
     return f
 
 
