@@ -36,6 +36,12 @@ CASES = {
                             "\tselp.f32 %f2, %f1, 0f40000000, %p1;\n\tselp.f32 %f3, %f1, 0f40400000, %p2;\n"
                             "\tadd.f32 %f2, %f2, %f3;\n\tadd.s64 %rd8, %rd7, -4;\n\tadd.s64 %rd9, %rd8, 4;\n"
                             "\tst.global.f32 [%rd9], %f2;\n",
+    "word split, halves apart": "\tsetp.eq.u32 %p3, %r1, 0;\n\t@%p3 st.shared.f32 [%r2], %f1;\n" + BAR
+                                + "\t@%p3 st.shared.b16 [%r2+2], %rs1;\n\t@!%p3 ld.shared.b16 %rs2, [%r2];\n"
+                                + "\tst.global.f32 [%rd7], %f1;\n",
+    "word split, race on a half": "\tsetp.eq.u32 %p3, %r1, 0;\n\t@%p3 st.shared.f32 [%r2], %f1;\n" + BAR
+                                  + "\t@!%p3 st.shared.b16 [%r2+2], %rs1;\n\t@%p3 ld.shared.f32 %f2, [%r2];\n"
+                                  + "\tst.global.f32 [%rd7], %f1;\n",
     "wrapping add": "\tmov.u32 %r6, 2147483647;\n\tadd.s32 %r7, %r6, %r6;\n\tsetp.eq.s32 %p1, %r7, -2;\n"
                     "\tselp.f32 %f2, %f1, 0f40000000, %p1;\n" + OUT,
 }
@@ -82,3 +88,5 @@ def test_fast_paths_change_no_outcome(name, monkeypatch):
         [["run", 0, 1], ["bar", 0, None, [[0, 1]]], ["run", 0, 1]] if BAR in body else [["run", 0, 1]]
     fast, slow = (outcome(lambda: checker(k, schedule, f, monkeypatch)) for f in (True, False))
     assert fast == slow and (fast[0] == "ok") == (runs[0][0] == "ok")
+    if fast[0] == "ok":   # the engine's word shadows find the checker's per-byte witness
+        assert [list(w) for w in fast[1][1]] == [list(w) for w in runs[0][3]]
