@@ -46,7 +46,7 @@ def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefi
             out.append(f"{key} sha256 {digest} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
     for key in ("approximations", "assumptions"):
         if claim.get(key):
-            out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:300]}")
+            out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:1000]}")
     classes = evidence.get("reduction", {}).get("classes") if evidence.get("method") == "staged" else None
     if classes:
         sizes = [f"{c['full']} -> {c['full'] // c['divisor']} on {len(c['axes'])} axes "

@@ -33,6 +33,7 @@ class Case:
     input_relation: dict[str, list[str]]   # spec input -> clean expressions over impl inputs
     expect: dict[str, list[str]]           # spec tensor -> clean expressions over impl tensors
     approximations: list[dict] = field(default_factory=list)   # spec rewrites (certificates/approx.py)
+    assumptions: list[dict] = field(default_factory=list)      # declared custom ops (capture/case.py declared_ops)
 
 
 def load_case(path: str) -> Case:
@@ -40,7 +41,7 @@ def load_case(path: str) -> Case:
     if path.endswith(".py"):
         from .capture.case import load_case as capture_case  # needs torch
         c = capture_case(path)
-        return Case(c.name, c.spec, c.impl, c.input_relation, c.expect, c.approximations)
+        return Case(c.name, c.spec, c.impl, c.input_relation, c.expect, c.approximations, c.assumptions)
     obj = load_json(path)
     if not isinstance(obj, dict) or obj.get("format") != CASE_FORMAT or obj.get("version") != CASE_VERSION:
         raise Malformed(path, f"not a {CASE_FORMAT} version {CASE_VERSION} file")

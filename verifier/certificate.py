@@ -24,6 +24,16 @@ def artifact(aid: str, value: Any) -> dict[str, Any]:
             "embedded": value}
 
 
+def declared_sources(assumptions: list[dict]) -> list[dict[str, Any]]:
+    """Artifacts holding the source of each declared custom op (``capture.case.declared_ops``)."""
+    return [{**artifact(f"declared {a['custom_op']}", a["source"]), "kind": "source"} for a in assumptions]
+
+
+def declared_claims(assumptions: list[dict]) -> list[dict[str, str]]:
+    """The claim's assumptions: each custom op computes the function in its source artifact."""
+    return [{"custom_op": a["custom_op"], "computes": f"declared {a['custom_op']}"} for a in assumptions]
+
+
 def _refinement(r: Result, engine: str, evidence: dict[str, Any], found: Relation | None = None) -> dict[str, Any]:
     """A refinement certificate; spec outputs without an expectation are claimed as ``found``."""
     cid = r.case.name
@@ -31,11 +41,13 @@ def _refinement(r: Result, engine: str, evidence: dict[str, Any], found: Relatio
     return {
         "format": FORMAT, "version": VERSION,
         "header": {"tool": "pvcert", "tool_version": __version__, "engine": engine},   # no clock: reproducible
-        "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl)]},
+        "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl),
+                                  *declared_sources(r.case.assumptions)]},
         "claims": [{"id": cid, "kind": "refinement", "spec": "spec", "impl": "impl",
                     "input_relation": {k: [str(t) for t in v] for k, v in r.inputs.items()},
                     "output_relation": {k: [str(t) for t in v] for k, v in claimed.items()},
-                    **({"approximations": r.case.approximations} if r.case.approximations else {})}],
+                    **({"approximations": r.case.approximations} if r.case.approximations else {}),
+                    **({"assumptions": declared_claims(r.case.assumptions)} if r.case.assumptions else {})}],
         "evidence": {cid: evidence},
         "verdict": "ACCEPT",
     }

@@ -48,6 +48,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.staged:
             raise Malformed(args.case, "declared approximations are not supported with --staged")
         print(f"{case.name}: assuming {approx.describe(case.approximations)} (the spec is rewritten accordingly)")
+    for a in case.assumptions:
+        print(f"{case.name}: assuming custom op {a['custom_op']} computes its declared function "
+              f"(the certificate holds its source; the claim lists it)")
     if args.engine == "whole-graph":
         return _verify_whole_graph(case, args, limits)
     if args.staged:

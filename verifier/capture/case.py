@@ -31,6 +31,7 @@ class Case:
     input_relation: dict[str, list[str]]
     expect: dict[str, list[str]]
     approximations: list[dict] = field(default_factory=list)   # certificates/approx.py
+    assumptions: list[dict] = field(default_factory=list)      # declared semantics of custom ops (shown by replay)
 
 
 @dataclass
@@ -47,6 +48,9 @@ class CaptureCase:
     With ``backward``, the
     graphs also compute gradients ``grad.<param>`` and ``grad.<input>`` from seeds
     ``d_<output>`` (relate the seeds in ``input_relation``), or of ``loss`` when given.
+    ``declared`` gives custom operators (``"ns::name"``, e.g. a fused kernel registered with
+    ``torch.library.custom_op``) their assumed semantics: a function of the op's arguments written
+    with torch ops, traced in the op's place; the claim lists each one as an assumption.
     """
 
     name: str
@@ -68,6 +72,7 @@ class CaptureCase:
     dtensor_relations: bool = True   # DTensor parameters (and their gradients): from placements
     spec_distributed: bool = False   # build/capture the spec with torch.distributed (world 1)
     context: Callable[[], Any] | None = None   # a context manager around both captures
+    declared: dict[str, Callable] = field(default_factory=dict)   # custom op "ns::name" -> its semantics
 
 
 def import_module(path: str):
@@ -144,6 +149,9 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
 
     where = where or c.name
     kw = dict(backward=c.backward, loss=c.loss, output_names=c.output_names, **c.options)
+    assumptions = []
+    if c.declared:
+        kw["decompositions"], assumptions = declared_ops(c.declared, where)
     try:
         with as_written(), (c.context() if c.context is not None else contextlib.nullcontext()):
             torch.manual_seed(c.seed)
@@ -179,7 +187,32 @@ def capture_case(c: CaptureCase, where: str = "") -> Case:
             rels[key].update({k: resolve(v, c.world_size) for k, v in val.items()})
         except (TypeError, ValueError) as e:
             raise Malformed(where, f"{key}: {e}") from None
-    return Case(c.name, spec.graph, impl.graph, rels["input_relation"], rels["expect"])
+    return Case(c.name, spec.graph, impl.graph, rels["input_relation"], rels["expect"], assumptions=assumptions)
+
+
+def declared_ops(declared: dict[str, Callable], where: str) -> tuple[dict, list[dict]]:
+    """The trace's decomposition table with each declared custom op (every overload) replaced by its
+    declared function, and the assumptions the claim states: the op and the function's source."""
+    import inspect
+    import textwrap
+
+    import torch
+
+    from .decomp import DECOMPOSITIONS
+
+    table, assumptions = dict(DECOMPOSITIONS), []
+    for name, fn in sorted(declared.items()):
+        ns, _, op = name.partition("::")
+        packet = getattr(getattr(torch.ops, ns, None), op, None) if ns and op else None
+        if packet is None or not callable(fn):
+            raise Malformed(where, f"declared: '{name}' is not a registered custom operator 'ns::name' with a function")
+        table.update({getattr(packet, ov): fn for ov in packet.overloads()})
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError):
+            source = getattr(fn, "__qualname__", repr(fn))
+        assumptions.append({"custom_op": name, "source": textwrap.dedent(source)})
+    return table, assumptions
 
 
 def load_case(path: str) -> Case:

@@ -275,7 +275,9 @@ class Converter:
             self._node(n)
         if self.unsupported:
             ops = ", ".join(f"{k} ({v}x)" if v > 1 else k for k, v in sorted(self.unsupported.items()))
-            raise CaptureError(f"{self.where}: ops not in the operator registry: {ops}")
+            custom = any(k.split(".")[0] not in ("aten", "prims", "_c10d_functional", "c10d") for k in self.unsupported)
+            raise CaptureError(f"{self.where}: ops not in the operator registry: {ops}" + (
+                " (custom ops: declare their semantics, CaptureCase(declared={'ns::name': fn}))" if custom else ""))
         out_node = next(n for n in nodes if n.op == "output")
         outs = _flat(out_node.args[0])
         if len(outs) != len(self.output_names):

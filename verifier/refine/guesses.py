@@ -264,8 +264,8 @@ def propagated(v: Node, out: str, rel: dict, region, index: Index, want) -> list
     guesses = {}
     index.aim(want)
     for g, leaves in renames(v, out, rel, region, index.stems):
-        if terms.factor(g)[0] == 1 and not index.total_fits(leaves):
-            continue   # every variant sums or moves the same elements: same grand total
+        if terms.factor(g)[0] == 1 and len(set(leaves)) == len(leaves) and not index.total_fits(leaves):
+            continue   # every variant sums or moves the same elements: same grand total (no slices)
         for guess in variants(g, want.ndim):
             try:
                 val = np.asarray(terms.evaluate(guess, index.values.__getitem__))
@@ -281,7 +281,8 @@ def propagated(v: Node, out: str, rel: dict, region, index: Index, want) -> list
 def variants(t: terms.Term, ndim: int, limit: int = 64):
     """``t`` first, then ``t`` with each combining node (concat or sum) made a sum or a
     concat along any dim: the op may move the sharded dim (t, permute, view) or turn a
-    shard into a partial sum (a contraction)."""
+    shard into a partial sum (a contraction). A concat moved to another dim takes the slices
+    it joins along with it (the pieces of a merged weight: q, k and v rows of every rank)."""
     yield t
     nodes = []
 
@@ -298,9 +299,13 @@ def variants(t: terms.Term, ndim: int, limit: int = 64):
     for choice in itertools.product(kinds, repeat=len(nodes)):
         pick = dict(zip(map(id, nodes), choice))
 
-        def build(x):
+        def build(x, moved=None):
             if not isinstance(x, terms.Call):
                 return x
             fn, kw = pick.get(id(x), (x.fn, x.kw))
-            return terms.Call(fn, tuple(build(a) for a in x.args), kw)
+            if moved is not None and x.fn == "slice" and dict(x.kw)["dim"] == moved[0]:
+                kw = tuple((k, moved[1] if k == "dim" else v) for k, v in x.kw)
+            was, now = dict(x.kw).get("dim"), dict(kw).get("dim")
+            move = (was, now) if x.fn == fn == "concat" and was != now else None
+            return terms.Call(fn, tuple(build(a, move) for a in x.args), kw)
         yield build(t)

@@ -16,7 +16,7 @@ from certificates import FORMAT, VERSION, terms
 from certificates.limits import canonical_bytes
 
 from .. import __version__
-from ..certificate import artifact
+from ..certificate import artifact, declared_claims, declared_sources
 from .run import StagedResult
 
 
@@ -56,10 +56,12 @@ def staged_certificate(res: StagedResult) -> dict[str, Any]:
         "format": FORMAT, "version": VERSION,
         "header": {"tool": "pvcert", "tool_version": __version__, "engine": "staged",
                    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
-        "subject": {"artifacts": [artifact("spec", case.spec), artifact("impl", case.impl)]},
+        "subject": {"artifacts": [artifact("spec", case.spec), artifact("impl", case.impl),
+                                  *declared_sources(case.assumptions)]},
         "claims": [{"id": case.name, "kind": "staged-refinement", "spec": "spec", "impl": "impl",
                     "input_relation": {k: list(v) for k, v in case.input_relation.items()},
-                    "output_relation": claimed}],
+                    "output_relation": claimed,
+                    **({"assumptions": declared_claims(case.assumptions)} if case.assumptions else {})}],
         "evidence": {case.name: evidence},
         "verdict": "ACCEPT",
     }
