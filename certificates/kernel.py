@@ -278,8 +278,8 @@ def fma(a: Rat, b: Rat, c: Rat) -> Rat:
             log = log if len(log) == k else log[:k]
             m = m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2)
             log += (5, (m, ()), c2 if c1 == 1 else c1 * c2)
-            p, r = Poly(None), Rat.__new__(Rat)
-            p._t, p._up, r.n, r.d = None, (base, log, len(log)), p, ONE_P
+            p, r = Poly.__new__(Poly), Rat.__new__(Rat)   # no __init__: every slot is set here
+            p._t, p._k, p._up, r.n, r.d = None, None, (base, log, len(log)), p, ONE_P
             return r
     return a * b + c
 
@@ -992,7 +992,7 @@ class Replay:
     def access(self, space: str, addr: int, width: int, th: Th, ins: Instr, write: bool) -> None:
         """Check the access against each byte's last write and reads; record ordered conflicts."""
         me, vc, last = (th.lin, th.vc[th.lin], ins.index), th.vc, None
-        shadow, seen = self.shadow[space], set()   # seen: reads checked at an earlier byte (the same outcome)
+        shadow, seen = self.shadow[space], write and set()   # seen: reads checked at an earlier byte (same outcome)
         for a in range(addr, addr + width):
             sh = shadow.get(a) or shadow.setdefault(a, [None, {}])
             if sh[0] is not None and sh[0][0] != th.lin and sh[0] is not last:   # the same write: same class
