@@ -143,7 +143,14 @@ def _irecv_read(y):
     return out
 
 
-@pytest.mark.parametrize("body", [_view_read, _gather_output_read, _never_waited, _irecv_read],
+def _isend_write(y):
+    h = dist.isend(y, dst=1 - dist.get_rank())
+    y.add_(1)            # the send may carry the new value
+    h.wait()
+    return y
+
+
+@pytest.mark.parametrize("body", [_view_read, _gather_output_read, _never_waited, _irecv_read, _isend_write],
                          ids=lambda f: f.__name__)
 def test_other_races_are_refused(body):
     with pytest.raises(CaptureError, match="before its wait|never waited for"):
@@ -156,6 +163,20 @@ def _gather_after_wait(y):
     w = y.new_ones(1) * 3  # no use of y or z
     h.wait()
     return z * w
+
+
+def _isend_read(y):
+    z = torch.empty_like(y)
+    sent, got = dist.isend(y, dst=1 - dist.get_rank()), dist.irecv(z, src=1 - dist.get_rank())
+    out = y * 2          # reading what is being sent is no race (pipelining's backward does it)
+    sent.wait()
+    got.wait()
+    return out + z
+
+
+def test_isend_tensor_may_be_read_before_wait():
+    g = _capture(_isend_read).graph
+    assert sum(n["target"] == "c10d.send_recv.default" for n in g["nodes"]) == 2
 
 
 def test_async_gather_after_wait_is_captured():

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import traceback
 from typing import Callable
@@ -138,18 +139,23 @@ _METADATA = {"__get__", "size", "dim", "numel", "stride", "is_contiguous", "new_
              "new_ones", "new_full", "element_size", "get_device"}
 
 
+_INPLACE = re.compile(r"__i(add|sub|mul|truediv|floordiv|mod|pow|and|or|xor|lshift|rshift|matmul)__|__setitem__|"
+                      r"(?!__)\w+_")
+
+
 class _Guard(TorchFunctionMode):
     """Active while ``async_op=True`` calls are pending: any torch call on one of their tensors
-    (or a view of it) before the handle's ``wait()`` races with the collective, and is refused."""
+    (or a view of it) before the handle's ``wait()`` races with the collective, and is refused; the
+    tensor of an ``isend`` (sent as it is at the call) may be read, not written (in place or ``out=``)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.pending: dict[int, tuple[str, list[torch.Tensor]]] = {}
+        self.pending: dict[int, tuple[str, list[torch.Tensor], bool]] = {}
 
-    def add(self, handle: "_Pending", what: str, tensors: list[torch.Tensor]) -> None:
+    def add(self, handle: "_Pending", what: str, tensors: list[torch.Tensor], reads_ok: bool = False) -> None:
         if not self.pending:
             self.__enter__()
-        self.pending[id(handle)] = (f"{what} issued at {_user_line()}", tensors)
+        self.pending[id(handle)] = (f"{what} issued at {_user_line()}", tensors, reads_ok)
 
     def remove(self, handle: "_Pending") -> None:
         del self.pending[id(handle)]
@@ -158,7 +164,7 @@ class _Guard(TorchFunctionMode):
 
     def release(self) -> list[str]:
         """Forget every pending call (at the end of a trace); returns what was pending."""
-        left = [what for what, _ in self.pending.values()]
+        left = [what for what, *_ in self.pending.values()]
         if self.pending:
             self.pending.clear()
             self.__exit__(None, None, None)
@@ -166,12 +172,14 @@ class _Guard(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if getattr(func, "__name__", "") in _METADATA:
+        name = getattr(func, "__name__", "")
+        if name in _METADATA:
             return func(*args, **kwargs)
+        writes = bool(_INPLACE.fullmatch(name)) or kwargs.get("out") is not None
         for a in torch.utils._pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
-                for what, tensors in self.pending.values():
-                    if any(_aliases(a, t) for t in tensors):
+                for what, tensors, reads_ok in self.pending.values():
+                    if (writes or not reads_ok) and any(_aliases(a, t) for t in tensors):
                         raise CaptureError(f"{_user_line()}: uses a tensor of the async_op=True {what} "
                                            "before its wait() (a race: capture refuses it)")
         return func(*args, **kwargs)
@@ -184,9 +192,10 @@ class _Pending:
     """The handle of an ``async_op=True`` collective: issued at the call, its result lands in the
     destination at ``wait()``; until then its tensors may not be used (``_Guard``)."""
 
-    def __init__(self, land: Callable[[], object], what: str, tensors: list[torch.Tensor]) -> None:
+    def __init__(self, land: Callable[[], object], what: str, tensors: list[torch.Tensor],
+                 reads_ok: bool = False) -> None:
         self.land, self.done = land, False
-        _GUARD.add(self, what, tensors)
+        _GUARD.add(self, what, tensors, reads_ok)
 
     def wait(self, timeout=None):
         if not self.done:
@@ -203,13 +212,13 @@ class _Pending:
         raise CaptureError(f"{_user_line()}: get_future() of an async collective is not supported by capture")
 
 
-def _finish(async_op: bool, land: Callable[[], object], what: str, *tensors) -> _Pending | None:
+def _finish(async_op: bool, land: Callable[[], object], what: str, *tensors, reads_ok: bool = False) -> _Pending | None:
     """Land the result now, or (``async_op``) at the handle's ``wait()``."""
     if not async_op:
         land()
         return None
     flat = [t for x in tensors for t in (x if isinstance(x, (list, tuple)) else [x])]
-    return _Pending(land, what, flat)
+    return _Pending(land, what, flat, reads_ok)
 
 
 _F = torch.ops._c10d_functional
@@ -307,7 +316,7 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     send(tensor, dst, group, tag, group_dst)
-    return _finish(True, lambda: None, "isend", tensor)
+    return _finish(True, lambda: None, "isend", tensor, reads_ok=True)   # sent as it is now
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
