@@ -216,6 +216,16 @@ def test_interleaved_schedule_verifies_and_its_bug_is_refuted(tmp_path):
     assert direct.refute(direct.prepare(bug, Limits()), 0, Limits()) is not None
 
 
+def test_interleaved_zero_bubble_schedule_verifies():
+    """``ScheduleInterleavedZeroBubble`` splits each backward into input and weight gradients and
+    detaches the stage output it has sent (autograd metadata: allowed before the send's wait)."""
+    import pipeline_interleaved_user as interleaved
+    from torch.distributed.pipelining import ScheduleInterleavedZeroBubble
+
+    inf = infer(capture_case(interleaved.make_case(schedule_class=ScheduleInterleavedZeroBubble)))
+    assert inf.verified, inf.failure and inf.failure.message
+
+
 def _real_interleaved(rank: int, world: int, init: str, data: dict, start: dict, bug, out) -> None:
     """Rank ``rank`` of the interleaved example run for real (gloo): its updated parameters."""
     import pipeline_interleaved_user as interleaved

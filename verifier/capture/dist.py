@@ -175,7 +175,8 @@ class _Guard(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in _METADATA:
             return func(*args, **kwargs)
-        writes = bool(_INPLACE.fullmatch(name)) or kwargs.get("out") is not None
+        writes = bool(_INPLACE.fullmatch(name)) and name not in ("detach_", "requires_grad_") or \
+            kwargs.get("out") is not None   # those two change autograd metadata, not values
         for a in torch.utils._pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 for what, tensors, reads_ok in self.pending.values():
