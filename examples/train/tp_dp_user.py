@@ -52,6 +52,13 @@ def sgd(params):
     return torch.optim.SGD(params, lr=0.1, momentum=0.9)
 
 
+def adamw(params):
+    return torch.optim.AdamW(params, lr=1e-2, weight_decay=0.01)
+
+
+OPTIMIZERS = {"sgd": sgd, "adamw": adamw}
+
+
 def train_step(model: nn.Module, opt: torch.optim.Optimizer, mesh: DeviceMesh, x: torch.Tensor,
                y: torch.Tensor, bug: str | None = None) -> torch.Tensor:
     """One step on this rank's ``x [batch, features]`` (``bug``: a planted bug, see ``BUGS``)."""
@@ -78,7 +85,10 @@ BUGS = {
 }
 
 
-def make_case(bug: str | None = None):
+def make_case(bug: str | None = None, optimizer: str = "sgd"):
+    """The step with ``bug`` planted (``BUGS``; ``None``: the correct step) and the optimizer
+    ``optimizer`` (``OPTIMIZERS``: ``"sgd"``, SGD with momentum, or ``"adamw"``)."""
     step = train_step if bug is None else lambda *a, **kw: train_step(*a, **kw, bug=bug)
-    return tp_dp_case("tp_dp_user" + (f"_{bug}" if bug else ""), setup, sgd, step, DP, TP,
+    name = "tp_dp_user" + ("" if optimizer == "sgd" else f"_{optimizer}") + (f"_{bug}" if bug else "")
+    return tp_dp_case(name, setup, OPTIMIZERS[optimizer], step, DP, TP,
                       {"x": (BATCH, D_IN), "y": (BATCH, D_IN)})

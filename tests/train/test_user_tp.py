@@ -1,6 +1,7 @@
 """A user's TP+DP step with DTensor on a 2-D mesh (examples/train/tp_dp_user.py): the lineage comes
 from the placements, the step verifies and replays; each planted bug is refuted at the operator
-where it shows, and its program put into the control's certificate is REJECTed by replay."""
+where it shows, and its program put into the control's certificate is REJECTed by replay. The same
+step with AdamW verifies and replays too, and a planted bug in it is refuted."""
 
 from __future__ import annotations
 
@@ -64,5 +65,44 @@ def test_planted_bug_is_refuted_at_the_operator(bug, control, tmp_path):
     assert inf.failure.node.name == BUG_AT[bug]
     assert direct.refute(inf.prepared, 0, Limits()) is not None
     _, _, cert = control
+    ok, why = forge.verdict(forge.embed(cert, case.spec, case.impl), tmp_path)
+    assert not ok, why
+
+
+@pytest.fixture(scope="module")
+def adamw_control():
+    case = capture_case(example.make_case(optimizer="adamw"))
+    inf = infer(case, limits=Limits(seconds=120))
+    assert inf.verified, inf.failure and inf.failure.message
+    return case, inf, certificate.per_operator_certificate(inf)
+
+
+def test_user_tp_dp_adamw_step_verifies_and_replays(adamw_control, tmp_path):
+    """AdamW's zero moments equal every arrangement of the impl's zeros; the engine keeps each DP
+    replica's own copy first (``infer._disjoint_first``), so both replicas' moments, square roots
+    and updates are related and the expectation on every copy is met (it ran out of time before)."""
+    case, inf, cert = adamw_control
+    assert inf.seconds < 60
+    assert "concat(zeros_like@r2, zeros_like@r3, dim=0)" in [str(e) for e in inf.relation["zeros_like"]][:2]
+    ok, why = forge.verdict(cert, tmp_path)
+    assert ok, why
+
+
+ADAMW_BUG_AT = {"no_scale": "sub_2", "stale": "mul_6"}
+
+
+@pytest.mark.parametrize("bug", sorted(ADAMW_BUG_AT))
+def test_planted_bug_with_adamw_is_refuted(bug, adamw_control, tmp_path):
+    """Summed over dp (2x): Adam's ``g - m`` differs (``m`` is a free hypothesis there, so
+    ``(2g - m) / 2`` is not ``g - m``). Stepping on the local gradients: ``g - m`` and its
+    linear successors are the DP mean of the replicas' own (a sound, true relation), the squared
+    gradient ``(1 - b2) g g`` is not. Each has a counterexample; replay REJECTs the program in the
+    control's certificate."""
+    case = capture_case(example.make_case(bug, optimizer="adamw"))
+    inf = infer(case, limits=Limits(seconds=120))
+    assert not inf.verified and inf.failure.node is not None
+    assert inf.failure.node.name == ADAMW_BUG_AT[bug]
+    assert direct.refute(inf.prepared, 0, Limits()) is not None
+    _, _, cert = adamw_control
     ok, why = forge.verdict(forge.embed(cert, case.spec, case.impl), tmp_path)
     assert not ok, why

@@ -116,20 +116,43 @@ def _prove(prover: Chain | Proved, rel: dict, v: Node, found: dict, texts: Terms
 
 
 def _copies(prover, rel: dict, v: Node, found: dict, outs: list[Outcome], index: Index, s_vals: dict,
-            texts: Terms) -> tuple[list[Outcome], dict]:
+            texts: Terms, reach: set[str]) -> tuple[list[Outcome], dict]:
     """A held step's equations also per copy (``Index.collapsed``) and on the other replicas
     (rank-shifted copies, 2-D meshes: each DP replica holds its own TP shards), proved like any
-    guess; those that hold are kept too."""
+    guess; those that hold are kept too. Copies only over ``reach`` (what the frontier computes):
+    another replica's copy outside it is computed from impl inputs the step has no hypothesis on,
+    so its obligation holds only by accident, and its cone can be the whole forward and backward
+    pass (a solver call on the squared gradients' polynomials that ran for minutes)."""
     o = v.outputs[0]
     have, held = {texts.text(c) for c in found[o]}, {out.expr for out in outs if out.holds}
     held_terms = [c for c in found[o] if texts.text(c) in held]
     more = index.collapsed(held_terms, s_vals[o])
-    more = list({texts.text(c): c for c in more + index.translates(held_terms + more, s_vals[o])
+    more = list({texts.text(c): c for c in more + index.translates(held_terms + more, s_vals[o], reach)
                  if texts.text(c) not in have}.values())
     if not more:
         return outs, found
     extra = [out for out in _prove(prover, rel, v, {o: more}, texts) if out.holds]
     return sorted(outs + extra, key=lambda out: len(out.expr)), {o: found[o] + more}   # plain copies bind first
+
+
+def _disjoint_first(es: list, texts: Terms) -> list:
+    """A constant's equations, those over impl tensors no earlier one names first (then the rest, in
+    order). A constant (a zero moment) equals every arrangement of the impl's equal constants, e.g.
+    ``concat(z@r0, z@r2)`` across DP replicas as well as ``concat(z@r0, z@r1)``; a later step binds
+    the impl tensors by its hypotheses in order (the first defines, each next one binds what is
+    still free), so an overlapping arrangement first would bind ``z@r2`` to the second half and
+    the other replica's copy ``concat(z@r2, z@r3)`` would no longer follow. Disjoint first, each
+    replica's copy binds its own tensors."""
+    named: set[str] = set()
+    first, rest = [], []
+    for e in es:
+        refs = set(texts.refs(e))
+        if refs & named:
+            rest.append(e)
+        else:
+            first.append(e)
+            named |= refs
+    return first + rest
 
 
 class Region:
@@ -289,12 +312,17 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                      or index.find(s_vals[o], reach, r.spec.tensors[o].is_int) for o in v.outputs}
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
         if any(out.holds for out in outs) and len(v.outputs) == 1:
-            outs, found = _copies(steps, rel, v, found, outs, index, s_vals, texts)
+            reach = reach or region.grow({x for t in ins for e in rel[t] for x in texts.refs(e)})[0]
+            outs, found = _copies(steps, rel, v, found, outs, index, s_vals, texts, reach)
         term = {texts.text(c): c for cs in found.values() for c in cs}
         for out in outs:
             if out.holds:
                 rel.setdefault(out.spec, []).append(term[out.expr])
                 inf.outcomes.append(out)
+        if not ins:
+            for o in v.outputs:
+                if o in rel:
+                    rel[o] = _disjoint_first(rel[o], texts)
         missing = [o for o in v.outputs if not rel.get(o)]
         if missing:
             tried = {o: [texts.text(c) for c in cs] for o, cs in found.items()}
