@@ -46,5 +46,6 @@ def test_capture_failure_is_one_line_without_torch_logs(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "shape.py").write_text(SHAPE_BUG)
     r = run_pvcert("verify", str(tmp_path / "shape.py"))
-    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    lines = [x for x in r.stderr.splitlines() if not re.fullmatch(r"pvcert: .* \(\d+ s\)", x)]   # progress on a slow machine
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert "MALFORMED" in r.stderr and "same reduction dim" in r.stderr and "fake_tensor" not in r.stderr
