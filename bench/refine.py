@@ -58,8 +58,11 @@ def main() -> int:
     from examples.cases.gpt_tp_sp import make_case as gpt
     from examples.cases.llama_tp import make_case as llama
 
+    from examples.cases.vllm_layer import make_case as vllm
+
     runs = [("GPT block TP2+SP, fwd+bwd", gpt, 1, 2), ("Llama block TP2, fwd+bwd", llama, 2)]
     if not args.quick:
+        runs += [("vLLM-style layer on 5 declared custom ops TP2, inference", vllm, 2)]
         runs += [("GPT block TP4+SP, fwd+bwd", gpt, 1, 4), ("GPT block TP8+SP, fwd+bwd", gpt, 1, 8),
                  ("GPT 8 blocks TP2+SP, fwd+bwd", gpt, 8, 2), ("Llama block TP4, fwd+bwd", llama, 4),
                  ("Llama block TP8, fwd+bwd", llama, 8)]
@@ -73,6 +76,8 @@ def main() -> int:
             import transformers  # noqa: F401
             from examples.cases.hf_llama_tp import make_case as hf_llama
             runs += [(f"transformers Llama 1 layer, DTensor TP{w}, fwd+bwd", hf_llama, w) for w in (2, 4)]
+            from examples.cases.hf_llama_sdpa_tp import make_case as hf_sdpa
+            runs += [("transformers Llama called normally (SDPA, GQA, in-graph mask) TP2, fwd+bwd", hf_sdpa, 2)]
         except ImportError:
             print("transformers not installed: its workloads are skipped")
     h = Harness("pvcert refinement: per-operator inference (time), capture and replay (note)")

@@ -11,12 +11,12 @@ VOCAB, SEQ = 32, 4
 
 
 def llama(layers: int = 1, hidden: int = 16, heads: int = 4, kv_heads: int = 2, ffn: int = 32, device=None,
-          vocab: int = VOCAB):
+          vocab: int = VOCAB, attn: str = "eager"):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
                       num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=4096,
-                      attn_implementation="eager")
+                      attn_implementation=attn)
     with torch.device(device or "cpu"):
         return LlamaForCausalLM(cfg)
 
@@ -35,6 +35,11 @@ def call(m, input_ids, position_ids, attention_mask):
              use_cache=False).logits
 
 
+def call_plain(m, input_ids):
+    """The model called as users call it: the library builds positions and the causal mask in the graph."""
+    return m(input_ids, use_cache=False).logits
+
+
 def inputs(batch: int = 1, seq: int = SEQ, vocab: int = VOCAB):
     from verifier.capture.trace import InputSpec
 
@@ -48,7 +53,7 @@ LLAMA_TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "
                  "mlp.down_proj": "rowwise"}
 
 
-def llama_tp(rank: int, world: int, seed: int = 0, **kw):
+def llama_tp(rank: int, world: int, seed: int = 0, call_as=call, **kw):
     """The Llama with every decoder layer tensor-parallel through DTensor (torch's
     ColwiseParallel / RowwiseParallel); embeddings, norms and the head stay replicated."""
     from torch.distributed.device_mesh import init_device_mesh
@@ -60,4 +65,4 @@ def llama_tp(rank: int, world: int, seed: int = 0, **kw):
     style = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel}
     for layer in m.model.layers:
         parallelize_module(layer, mesh, {k: style[v]() for k, v in LLAMA_TP_PLAN.items()})
-    return m, call
+    return m, call_as

@@ -6,13 +6,16 @@ checker lacks (erf, comparisons on reals, scatter) are kept and given semantics 
 ``certificates/ops_grad.py`` instead. The 2-norm and ``clamp`` by scalars (gradient clipping)
 and ``lerp`` (Adam's moments) are written here with registry ops, as identities over the reals (tests/train/test_user_ddp.py
 compares them with torch); ``_foreach_norm`` / ``_foreach_mul_`` (clipping DTensor gradients)
-run one tensor at a time.
+run one tensor at a time. Scaled-dot-product attention runs as its ops above autograd
+(``AboveAutograd``), its masks without infinite values (tests/capture/test_sdpa.py).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch._decomp import get_decompositions
+from torch.overrides import TorchFunctionMode
 
 aten = torch.ops.aten
 
@@ -54,6 +57,49 @@ def _lerp_(start, end, weight):
     return start.copy_(_lerp(start, end, weight))
 
 
+def _sdpa_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """CPU scaled-dot-product attention ``(output, logsumexp)`` without dropout: ``softmax(q k^T * scale
+    + mask) v``. A causal or boolean mask keeps the allowed positions' ``exp`` and drops the others (what
+    ``-inf`` does, with no infinite value); an additive float mask is added. The same values over the reals
+    (``tests/capture/test_sdpa.py`` compares them with torch); the maximum torch subtracts cancels."""
+    if dropout_p:
+        return NotImplemented
+    s = query @ key.transpose(-2, -1) * (scale if scale is not None else query.shape[-1] ** -0.5)
+    keep = None
+    if is_causal:
+        keep = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        keep = attn_mask if keep is None else keep & attn_mask
+    elif attn_mask is not None:
+        s = s + attn_mask
+    e = torch.exp(s) if keep is None else torch.where(keep, torch.exp(s), torch.zeros_like(s))
+    total = e.sum(-1, keepdim=True)
+    return (e / total) @ value, torch.log(total).squeeze(-1).to(torch.float32)
+
+
+class AboveAutograd(TorchFunctionMode):
+    """While tracing, ``F.scaled_dot_product_attention`` without dropout runs as ``_sdpa_cpu``'s ops above
+    autograd, so its backward is theirs (its fused backward would mask with ``-inf``); with ``enable_gqa``
+    each key/value head first serves its group of query heads (``repeat_interleave``, as torch documents)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        kw = {**dict(zip(names, args[3:])), **kwargs} if func is F.scaled_dot_product_attention else {}
+        if func is not F.scaled_dot_product_attention or kw.get("dropout_p"):
+            return func(*args, **kwargs)
+        q, k, v = args[:3]
+        if kw.get("enable_gqa"):
+            k, v = (t.repeat_interleave(q.shape[-3] // t.shape[-3], dim=-3) for t in (k, v))
+        return _sdpa_cpu(q, k, v, 0.0, kw.get("is_causal", False), attn_mask=kw.get("attn_mask"),
+                         scale=kw.get("scale"))[0]
+
+
+def _safe_softmax(x, dim, dtype=None):
+    """``softmax``: the "safe" variant differs only on rows that are entirely ``-inf``, which real values never are."""
+    return torch.softmax(x, dim, dtype=dtype)
+
+
 def _foreach_norm(tensors, ord=2, dtype=None):
     return [torch.linalg.vector_norm(t, ord, dtype=dtype) for t in tensors]
 
@@ -68,4 +114,6 @@ DECOMPOSITIONS = {**get_decompositions(DECOMPOSED), aten.linalg_vector_norm.defa
                   aten._foreach_norm.Scalar: _foreach_norm, aten._foreach_mul_.Tensor: _foreach_mul_,
                   aten._foreach_mul_.Scalar: _foreach_mul_,
                   aten.clamp.default: _clamp, aten.lerp.Scalar: _lerp, aten.lerp.Tensor: _lerp,
-                  aten.lerp_.Scalar: _lerp_, aten.lerp_.Tensor: _lerp_}
+                  aten.lerp_.Scalar: _lerp_, aten.lerp_.Tensor: _lerp_,
+                  aten._scaled_dot_product_flash_attention_for_cpu.default: _sdpa_cpu,
+                  aten._safe_softmax.default: _safe_softmax}

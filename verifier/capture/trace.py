@@ -20,7 +20,7 @@ from torch._subclasses import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from .convert import CaptureError, Converter, Input, RankProgram, dtype_name, ir_name
-from .decomp import DECOMPOSITIONS
+from .decomp import DECOMPOSITIONS, AboveAutograd
 from .dist import group_ranks, traceable_collectives
 from .locations import backward_locations, module_paths
 
@@ -150,7 +150,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
     try:
         with mode:
             fake = [x if isinstance(x, torch._subclasses.FakeTensor) else mode.from_tensor(x) for x in example]
-            with traceable_collectives(), torch.no_grad():
+            with traceable_collectives(), AboveAutograd(), torch.no_grad():
                 xs = dict(zip(names_in, fake[n_p + n_b:n_p + n_b + n_in]))
                 with torch.nn.utils.stateless._reparametrize_module(
                         module, {**{k: _wrap(v, dmeta.get(k)) for (k, _), v in zip(params, fake)},
@@ -184,7 +184,7 @@ def capture_module(module: torch.nn.Module, inputs: dict[str, Any], *, backward:
         return res
 
     try:
-        with traceable_collectives(), module_paths(module):
+        with traceable_collectives(), module_paths(module), AboveAutograd():
             gm = make_fx(traced, tracing_mode="fake", decomposition_table=decompositions or DECOMPOSITIONS,
                          _allow_non_fake_inputs=True, record_stack_traces=True)(*example)
     except CaptureError:
