@@ -10,6 +10,7 @@ range over the vocabulary (4) and are enumerated; ``make_case(world)`` (2 by def
 
 import torch
 
+from examples.cases.hf_llama_tp import REPLICATED
 from examples.models import hf_models as hf
 from verifier.capture.case import CaptureCase
 from verifier.capture.relations import replicate
@@ -17,9 +18,6 @@ from verifier.capture.trace import InputSpec
 
 SEQ, VOCAB = 3, 4
 SIZES = dict(heads=4, kv_heads=2, vocab=VOCAB, hidden=8, ffn=8, attn="sdpa")
-REPLICATED = ["model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.rotary_emb.inv_freq",
-              "model.rotary_emb.original_inv_freq",
-              "model.layers.0.input_layernorm.weight", "model.layers.0.post_attention_layernorm.weight"]
 
 
 def make_case(world: int = 2) -> CaptureCase:
