@@ -78,6 +78,8 @@ def main() -> int:
             runs += [(f"transformers Llama 1 layer, DTensor TP{w}, fwd+bwd", hf_llama, w) for w in (2, 4)]
             from examples.cases.hf_llama_sdpa_tp import make_case as hf_sdpa
             runs += [("transformers Llama called normally (SDPA, GQA, in-graph mask) TP2, fwd+bwd", hf_sdpa, 2)]
+            from examples.cases.hf_qwen2_sdpa_tp import make_case as hf_qwen2
+            runs += [("transformers Qwen2 called normally (SDPA, GQA, qkv biases) TP2, fwd", hf_qwen2, 2)]
         except ImportError:
             print("transformers not installed: its workloads are skipped")
     h = Harness("pvcert refinement: per-operator inference (time), capture and replay (note)")

@@ -21,6 +21,17 @@ def llama(layers: int = 1, hidden: int = 16, heads: int = 4, kv_heads: int = 2, 
         return LlamaForCausalLM(cfg)
 
 
+def qwen2(layers: int = 1, hidden: int = 8, heads: int = 4, kv_heads: int = 2, ffn: int = 8, vocab: int = VOCAB,
+          attn: str = "sdpa"):
+    """A Qwen2 (q/k/v projections with biases, grouped-query attention), default SDPA attention."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=4096,
+                      attn_implementation=attn)
+    return Qwen2ForCausalLM(cfg)
+
+
 def gpt2(layers: int = 1, hidden: int = 16, heads: int = 4):
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -53,14 +64,14 @@ LLAMA_TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "
                  "mlp.down_proj": "rowwise"}
 
 
-def llama_tp(rank: int, world: int, seed: int = 0, call_as=call, **kw):
-    """The Llama with every decoder layer tensor-parallel through DTensor (torch's
-    ColwiseParallel / RowwiseParallel); embeddings, norms and the head stay replicated."""
+def llama_tp(rank: int, world: int, seed: int = 0, call_as=call, build=None, **kw):
+    """The Llama (or ``build(**kw)``, a model of the same layout) with every decoder layer tensor-parallel
+    through DTensor (torch's ColwiseParallel / RowwiseParallel); embeddings, norms and the head stay replicated."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     torch.manual_seed(seed)
-    m = llama(**kw)
+    m = (build or llama)(**kw)
     mesh = init_device_mesh("cpu", (world,))
     style = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel}
     for layer in m.model.layers:
