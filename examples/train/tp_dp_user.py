@@ -11,7 +11,8 @@ placements (docs/training.md, "Tensor + data parallel")::
 
     pvcert verify examples/train/tp_dp_user.py --emit-cert cert.json && pvcert replay cert.json
 
-``make_case(bug)`` plants one of ``BUGS`` instead (tests/train/test_user_tp.py).
+``make_case(bug)`` plants one of ``BUGS`` instead (tests/train/test_user_tp.py);
+``make_case(optimizer="adamw")`` is the same step with ``AdamW`` (docs/training.md, "With AdamW").
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from certificates.chain import Chain
 from certificates.errors import LimitExceeded, Unsupported
 from certificates.graph import Graph, Node
 from certificates.limits import Limits
+from certificates.obligations import cone
 from certificates.ops import INT_DTYPES
 from certificates.refinement import Outcome, Relation, spec_defined
 
@@ -153,6 +154,23 @@ def _disjoint_first(es: list, texts: Terms) -> list:
             first.append(e)
             named |= refs
     return first + rest
+
+
+def _unbound(impl: Graph, rel: dict, expect: dict, texts: Terms) -> tuple[tuple[str, str], str] | None:
+    """An expectation ``(spec output, expression)`` whose impl cone (``obligations.cone``, from the
+    tensors the outputs' relations name) reads a real impl input that none of them names, with that
+    input; None if there is none. Such an input is free in the obligation (no hypothesis on it): the
+    equation holds only if the value does not depend on it, and deciding that meant the solver on
+    the whole step's polynomials (it ran for minutes). Not asked: not verified (never the reverse)."""
+    frontier = {x for t in expect for c in rel.get(t, ()) for x in texts.refs(c)}
+    inputs = {t for t in impl.inputs if not impl.tensors[t].is_int} - frontier
+    for s, es in expect.items():
+        for e in es:
+            for n in cone(impl, terms.refs(e), frontier):
+                x = next((t for t in n.inputs if t in inputs), None)
+                if x is not None:
+                    return (s, str(e)), x
+    return None
 
 
 class Region:
@@ -338,6 +356,12 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                                   {t: [str(e) for e in rel[t]] for t in ins}, tried, explored)
             break
         inf.steps.append(v.name)
+    loose = _unbound(r.impl, rel, r.expect, texts) if inf.failure is None else None
+    if loose:
+        (s, e), x = loose
+        inf.failure = Failure(None, f"expectation {s} = {e} not met: it is computed from impl input '{x}', "
+                                    "which no relation of the outputs names (a copy the steps did not relate)",
+                              {t: [str(c) for c in rel[t]] for t in r.expect}, {s: [e]})
     if inf.failure is None:
         for out in prover.prove(rel, None, r.expect):
             if not out.holds:
