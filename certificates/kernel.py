@@ -448,6 +448,7 @@ class Replay:
         self.gmem: dict[int, object] = {}
         self.inits: dict[int, object] = {}    # address -> its unknown initial value (one object)
         self.shadow: dict[str, dict] = {"shared": {}, "global": {}}   # space -> byte -> [last write, {tid: read}]
+        self.words: dict[str, dict] = {"shared": {}, "global": {}}    # space -> aligned word -> the same (access)
         self.quick = [quick(ins, inputs, self) for ins in k.instrs]
         self.runs = [()] * (len(k.instrs) + 1)   # pc -> the shortcuts of the unguarded instructions from pc on
         for pc in range(len(k.instrs) - 1, -1, -1):
@@ -990,10 +991,18 @@ class Replay:
         self.gmem[addr] = value
 
     def access(self, space: str, addr: int, width: int, th: Th, ins: Instr, write: bool) -> None:
-        """Check the access against each byte's last write and reads; record ordered conflicts."""
+        """Check the access against each byte's last write and reads; record ordered conflicts. An aligned word
+        only ever accessed whole has one entry in ``words`` (its bytes' entries would be equal, and the byte loop
+        finds nothing new past the first); any other access first splits the words it overlaps into byte copies."""
         me, vc, last = (th.lin, th.vc[th.lin], ins.index), th.vc, None
         shadow, seen = self.shadow[space], write and set()   # seen: reads checked at an earlier byte (same outcome)
-        for a in range(addr, addr + width):
+        words, span = self.words[space], range(addr, addr + width)
+        if width == 4 and not addr % 4 and (addr in words or all(a not in shadow for a in span)):
+            shadow, span = words, (addr,)
+        for w in range(addr - addr % 4, addr + width, 4) if shadow is not words else ():
+            old = words.pop(w, None)
+            shadow.update({b: [old[0], dict(old[1])] for b in range(w, w + 4)} if old else {})
+        for a in span:
             sh = shadow.get(a) or shadow.setdefault(a, [None, {}])
             if sh[0] is not None and sh[0][0] != th.lin and sh[0] is not last:   # the same write: same class
                 self.conflict(space, a, sh[0], me, vc, "WAW" if write else "RAW")
@@ -1315,7 +1324,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
         for c, e in zip(todo, evs):
             got, r = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
-            written, touched = set(r.gmem), set(r.shadow["global"])
+            written, touched = set(r.gmem), set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
             events, classes = events + len(e["schedule"]), classes + len(r.witness)
             clash = next((a for a in written if seen.get(a, c) != c), None) or \
                 next((a for a in touched if wrote.get(a, c) != c), None)
