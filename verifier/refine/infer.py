@@ -18,10 +18,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from certificates import terms
 from certificates.chain import Chain
 from certificates.errors import LimitExceeded, Unsupported
-from certificates.graph import Graph, Node
+from certificates.graph import Graph, Node, evaluate
 from certificates.limits import Limits
 from certificates.obligations import cone
 from certificates.ops import INT_DTYPES
@@ -156,19 +158,33 @@ def _disjoint_first(es: list, texts: Terms) -> list:
     return first + rest
 
 
-def _unbound(impl: Graph, rel: dict, expect: dict, texts: Terms) -> tuple[tuple[str, str], str] | None:
+def _unbound(impl: Graph, rel: dict, expect: dict, texts: Terms, values: dict,
+             limits: Limits) -> tuple[tuple[str, str], str] | None:
     """An expectation ``(spec output, expression)`` whose impl cone (``obligations.cone``, from the
-    tensors the outputs' relations name) reads a real impl input that none of them names, with that
-    input; None if there is none. Such an input is free in the obligation (no hypothesis on it): the
-    equation holds only if the value does not depend on it, and deciding that meant the solver on
-    the whole step's polynomials (it ran for minutes). Not asked: not verified (never the reverse)."""
+    tensors the outputs' relations name) reads a real impl input that none of them names, and whose
+    value changes when that input alone is redrawn (a numeric run), with that input; None if there is
+    none. Such an input is free in the obligation (no hypothesis on it), so the equation cannot hold;
+    deciding it meant the solver on the whole step's polynomials (it ran for minutes). An expectation
+    that does not move (``x * (d / d)``) is left to the prover. Not asked: not verified, never the reverse."""
     frontier = {x for t in expect for c in rel.get(t, ()) for x in texts.refs(c)}
     inputs = {t for t in impl.inputs if not impl.tensors[t].is_int} - frontier
+    moved: dict[str, dict | None] = {}
     for s, es in expect.items():
         for e in es:
-            for n in cone(impl, terms.refs(e), frontier):
-                x = next((t for t in n.inputs if t in inputs), None)
-                if x is not None:
+            for x in dict.fromkeys(t for n in cone(impl, terms.refs(e), frontier) for t in n.inputs if t in inputs):
+                if x not in moved:
+                    env = {t: values[t] for t in impl.inputs}
+                    env[x] = np.asarray(values[x], dtype=float) * 1.5 + 0.25
+                    try:
+                        moved[x] = evaluate(impl, env, False, limits)
+                    except (Unsupported, LimitExceeded, ValueError, ZeroDivisionError):
+                        moved[x] = None
+                try:
+                    now = None if moved[x] is None else np.asarray(terms.evaluate(e, moved[x].__getitem__), dtype=float)
+                    was = np.asarray(terms.evaluate(e, values.__getitem__), dtype=float)
+                except (terms.TermError, ValueError, TypeError):
+                    continue
+                if now is not None and np.all(np.isfinite(now)) and not np.allclose(now, was, rtol=1e-6, atol=1e-9):
                     return (s, str(e)), x
     return None
 
@@ -356,7 +372,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                                   {t: [str(e) for e in rel[t]] for t in ins}, tried, explored)
             break
         inf.steps.append(v.name)
-    loose = _unbound(r.impl, rel, r.expect, texts) if inf.failure is None else None
+    loose = _unbound(r.impl, rel, r.expect, texts, i_vals, limits) if inf.failure is None else None
     if loose:
         (s, e), x = loose
         inf.failure = Failure(None, f"expectation {s} = {e} not met: it is computed from impl input '{x}', "
