@@ -174,8 +174,21 @@ def test_softmax_over_sharded_dim_is_rejected():
 
 def test_relation_that_constrains_an_element_twice_is_unsupported():
     s, g, rin, expect = sp_linear(2)
-    rin = dict(rin, A=["a@r0", "a@r0"])
+    rin = dict(rin, A=["a@r0", "scale(a@r0, num=2, den=1)"])   # A = a and A = 2a: only a = 0
     with pytest.raises(Unsupported, match="constrains a@r0 element 0 twice"):
+        run(s, g, rin, expect)
+
+
+def test_an_equation_repeating_the_same_elements_is_no_constraint():
+    """``A = a@r0`` twice says nothing more than once: the per-operator engine (and its replay) leave the
+    repeat out, and the engine's random inputs satisfy every equation; whole-graph evidence, whose
+    instantiation is strict, still refuses it."""
+    from verifier.refine import infer
+
+    s, g, rin, expect = sp_linear(2)
+    rin = dict(rin, A=["a@r0", "a@r0", "a@r1"])
+    assert infer(Case("t", s.build(), g.build(), rin, expect)).verified
+    with pytest.raises(Unsupported, match="twice"):
         run(s, g, rin, expect)
 
 

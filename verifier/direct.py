@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from certificates import approx, refinement
+from certificates import approx, refinement, terms
 from certificates.errors import Malformed, Unsupported
 from certificates.graph import Graph, Tensor, evaluate
 from certificates.limits import Limits
@@ -83,7 +83,13 @@ def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0) -> 
             return rng.randrange(lo, hi)
         return rng.uniform(*(t.range or (-1.0, 1.0))) * scale   # a float range only guides sampling
 
-    spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits)
+    try:
+        spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits)
+    except Unsupported:   # an element bound twice: fine where it is the same impl element (a merged weight's
+        spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits, strict=False)
+        if not all(np.array_equal(np.asarray(terms.evaluate(e, impl_env.__getitem__)), spec_env[n])   # repeated
+                   for n, es in r.inputs.items() for e in es):                                       # q rows)
+            raise
     (_, s_env, i_env), = refinement.integer_assignments(r.spec, r.impl, spec_env, impl_env, limits)
     s_vals = evaluate(r.spec, s_env, False, limits)
     try:

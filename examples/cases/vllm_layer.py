@@ -118,7 +118,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, tp: int = 1, bug: str | None = None) -> None:
         super().__init__()
         self.tp, self.bug = tp, bug
-        self.q_heads, self.kv_heads = HEADS // tp, KV_HEADS // tp
+        self.q_heads, self.kv_heads = HEADS // tp, max(1, KV_HEADS // tp)   # tp > 2: each kv head on tp/2 ranks
         self.input_norm = nn.Parameter(torch.ones(HIDDEN))
         self.post_norm = nn.Parameter(torch.ones(HIDDEN))
         self.qkv = nn.Parameter(torch.empty((self.q_heads + 2 * self.kv_heads) * HEAD_DIM, HIDDEN))
@@ -136,7 +136,7 @@ class DecoderLayer(nn.Module):
             [self.q_heads * HEAD_DIM, self.kv_heads * HEAD_DIM, self.kv_heads * HEAD_DIM], dim=-1)
         q, k = torch.ops.demo_vllm.rotary_embedding(q, k, cos, sin)
         q = q.unflatten(-1, (self.q_heads, HEAD_DIM)).transpose(0, 1)           # [heads, tokens, head_dim]
-        k, v = (t.unflatten(-1, (self.kv_heads, HEAD_DIM)).transpose(0, 1).repeat_interleave(HEADS // KV_HEADS, 0)
+        k, v = (t.unflatten(-1, (self.kv_heads, HEAD_DIM)).transpose(0, 1).repeat_interleave(self.q_heads // self.kv_heads, 0)
                 for t in (k, v))
         ctx = (q @ k.transpose(1, 2) * HEAD_DIM ** -0.5).softmax(-1) @ v
         h = self.reduce(F.linear(ctx.transpose(0, 1).flatten(1), self.o))
@@ -145,11 +145,12 @@ class DecoderLayer(nn.Module):
         return out, residual
 
 
-def merged(name: str, parts: list[int], tp: int, dim: int = 0) -> str:
-    """The full merged weight from every rank's: each part (rows per rank) concatenated over the ranks."""
+def merged(name: str, parts: list[tuple[int, list[int]]], dim: int = 0) -> str:
+    """The full merged weight from the ranks': each part (rows per rank, the ranks holding its pieces in
+    order) concatenated over those ranks."""
     pieces, lo = [], 0
-    for n in parts:
-        pieces += [f"slice({name}@r{r}, dim={dim}, start={lo}, end={lo + n})" for r in range(tp)]
+    for n, ranks in parts:
+        pieces += [f"slice({name}@r{r}, dim={dim}, start={lo}, end={lo + n})" for r in ranks]
         lo += n
     return f"concat({', '.join(pieces)}, dim={dim})"
 
@@ -158,15 +159,19 @@ BUGS = {"no_all_reduce": "the row-parallel outputs are not all-reduced"}
 
 
 def make_case(tp: int = 2, bug: str | None = None) -> CaptureCase:
-    """The layer on ``tp`` ranks (dividing the 2 key/value heads) against one device; ``bug``: one of ``BUGS``."""
-    if KV_HEADS % tp:
-        raise ValueError(f"tp={tp} must divide the {KV_HEADS} key/value heads")
+    """The layer on ``tp`` ranks (1, 2, 4 or 8; beyond 2 each key/value head is held by ``tp / 2`` ranks, and
+    the merged weight has one equation per copy) against one device; ``bug``: one of ``BUGS``."""
+    if HEADS % tp or tp % KV_HEADS and KV_HEADS % tp:
+        raise ValueError(f"tp={tp} must divide the {HEADS} query heads and divide or be a multiple of the {KV_HEADS} "
+                         "key/value heads")
     rep = lambda n: [f"{n}@r{r}" for r in range(tp)]   # noqa: E731
-    q, kv = HEADS // tp * HEAD_DIM, KV_HEADS // tp * HEAD_DIM
+    q, kv, copies = HEADS // tp * HEAD_DIM, max(1, KV_HEADS // tp) * HEAD_DIM, max(1, tp // KV_HEADS)
+    ranks, kv_ranks = list(range(tp)), [list(range(j, tp, copies)) for j in range(copies)]   # one copy of each
     act, table = (TOKENS, HIDDEN), (TOKENS, HEAD_DIM // 2)
     rel = {"x": rep("x"), "residual": rep("residual"), "cos": rep("cos"), "sin": rep("sin"),
            "input_norm": rep("input_norm"), "post_norm": rep("post_norm"),
-           "qkv": [merged("qkv", [q, kv, kv], tp)], "gate_up": [merged("gate_up", [FFN // tp] * 2, tp)],
+           "qkv": [merged("qkv", [(q, ranks), (kv, held), (kv, held)]) for held in kv_ranks],
+           "gate_up": [merged("gate_up", [(FFN // tp, ranks)] * 2)],
            "o": [f"concat({', '.join(f'o@r{r}' for r in range(tp))}, dim=1)"],
            "down": [f"concat({', '.join(f'down@r{r}' for r in range(tp))}, dim=1)"]}
     return CaptureCase(f"vllm_layer_tp{tp}", spec=lambda: DecoderLayer(), impl=lambda r, w: DecoderLayer(w, bug),

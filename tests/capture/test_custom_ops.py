@@ -62,3 +62,16 @@ def test_declarations_match_the_cpu_kernels():
     for got, want in pairs:
         for a, b in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
             torch.testing.assert_close(a, b)
+
+
+def test_kv_heads_replicated_inside_merged_weights(tmp_path):
+    """TP4 with 2 key/value heads: each kv head on two ranks, inside every rank's merged qkv weight (one
+    equation per copy; the copies repeat the query rows, which bind to the same impl elements)."""
+    cert = tmp_path / "c.json"
+    r = run_pvcert("verify", _module(tmp_path, "_m(4)"), "--emit-cert", str(cert))
+    assert r.returncode == 0 and "VERIFIED vllm_layer_tp4" in r.stdout, r.stdout + r.stderr
+    assert all(x.ok for x in replay(str(cert)))
+    rel = json.loads(cert.read_text())["claims"][0]["input_relation"]["qkv"]
+    assert len(rel) == 2 and "slice(qkv@r2, dim=0, start=4, end=6)" in rel[0] and "qkv@r3, dim=0, start=4" in rel[1]
+    r = run_pvcert("verify", _module(tmp_path, "_m(4, bug='no_all_reduce')"))
+    assert r.returncode == 1 and "REFUTED" in r.stdout, r.stdout

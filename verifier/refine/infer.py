@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -73,16 +74,18 @@ class Inference:
 def _groups(impl: Graph, inputs: Relation) -> list[tuple[int, ...]]:
     """Rank groups over which copies of a tensor may concatenate or sum: those of the collectives,
     and those the input relation combines (the DP replicas of a batch, even where a bug left out
-    the collective over them)."""
+    the collective over them; each part of a merged weight, a run of slices of one range)."""
     gs = {tuple(n.group) for n in impl.nodes if n.group is not None and not n.op.p2p}
     gs.add(tuple(range(impl.world_size)))
 
     def walk(e: terms.Term) -> None:
         if isinstance(e, terms.Call):
             if e.fn in ("concat", "sum", "mean") and all(len(set(terms.refs(a))) == 1 for a in e.args):
-                ranks = tuple(impl.tensors[terms.refs(a)[0]].rank for a in e.args)   # slices of fused weights too
-                if None not in ranks and len(set(ranks)) == len(ranks):
-                    gs.add(ranks)
+                ranks = [impl.tensors[terms.refs(a)[0]].rank for a in e.args]   # slices of fused weights too
+                parts = itertools.groupby(zip(e.args, ranks), lambda ar: getattr(ar[0], "kw", None))
+                for part in [ranks] + [[r for _, r in run] for _, run in parts]:
+                    if None not in part and len(set(part)) == len(part) > 1:
+                        gs.add(tuple(part))
             for a in e.args:
                 walk(a)
     for es in inputs.values():
