@@ -150,7 +150,15 @@ def _isend_write(y):
     return y
 
 
-@pytest.mark.parametrize("body", [_view_read, _gather_output_read, _never_waited, _irecv_read, _isend_write],
+def _isend_data_write(y):
+    h = dist.isend(y, dst=1 - dist.get_rank())
+    y.data = y * 2       # a property setter writes too
+    h.wait()
+    return y
+
+
+@pytest.mark.parametrize("body", [_view_read, _gather_output_read, _never_waited, _irecv_read, _isend_write,
+                                  _isend_data_write],
                          ids=lambda f: f.__name__)
 def test_other_races_are_refused(body):
     with pytest.raises(CaptureError, match="before its wait|never waited for"):

@@ -86,7 +86,8 @@ class AboveAutograd(TorchFunctionMode):
         kwargs = kwargs or {}
         names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
         kw = {**dict(zip(names, args[3:])), **kwargs} if func is F.scaled_dot_product_attention else {}
-        if func is not F.scaled_dot_product_attention or kw.get("dropout_p"):
+        if func is not F.scaled_dot_product_attention or kw.get("dropout_p") or \
+                kw.get("is_causal") and kw.get("attn_mask") is not None:   # torch refuses both at once
             return func(*args, **kwargs)
         q, k, v = args[:3]
         if kw.get("enable_gqa"):

@@ -140,7 +140,7 @@ _METADATA = {"__get__", "size", "dim", "numel", "stride", "is_contiguous", "new_
 
 
 _INPLACE = re.compile(r"__i(add|sub|mul|truediv|floordiv|mod|pow|and|or|xor|lshift|rshift|matmul)__|__setitem__|"
-                      r"(?!__)\w+_")
+                      r"__set__|(?!__)\w+_")   # in-place dunders, item and property (``.data =``) setters, ``op_``
 
 
 class _Guard(TorchFunctionMode):
