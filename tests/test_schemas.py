@@ -34,6 +34,15 @@ def test_certificate_matches_schema(tmp_path):
     validate(json.load(open(path)), "certificate")
 
 
+def test_certificate_with_declared_custom_ops_matches_schema(tmp_path):
+    pytest.importorskip("torch")
+    path = tmp_path / "c.json"
+    assert run_pvcert("verify", "examples/cases/vllm_layer.py", "--emit-cert", str(path)).returncode == 0
+    cert = json.load(open(path))
+    assert any(a["kind"] == "source" for a in cert["subject"]["artifacts"])
+    validate(cert, "certificate")
+
+
 def test_schema_rejects_what_the_parser_rejects():
     bad = {"format": "pvcert-graph", "version": 1, "name": "g", "world_size": 1, "tensors": {},
            "inputs": [], "outputs": [], "nodes": [{"name": "n", "target": "aten.mm.default", "rank": 0,
