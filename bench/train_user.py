@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "train"))
 from verifier.bench import Harness  # noqa: E402
 
 EXAMPLES = ("ddp_adamw_user", "ddp_module_user", "fsdp2_user", "tp_dp_user", "pipeline_user", "pipeline_1f1b_user",
-            "pipeline_interleaved_user")
+            "pipeline_interleaved_user", "pipeline_dp_user")
 
 
 def workload(module: str, bug: str | None, sizes: dict | None = None):

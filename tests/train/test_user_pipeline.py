@@ -265,3 +265,25 @@ def test_interleaved_verdicts_match_a_real_run(tmp_path):
             p.join(timeout=60)
         same = all(np.allclose(got[k], p.detach().double().numpy(), atol=1e-6) for k, p in full.named_parameters())
         assert same == (bug is None), bug
+
+
+@pytest.mark.parametrize("bug", [None, "no_dp_allreduce"])
+def test_pipeline_times_data_parallel(bug, tmp_path):
+    """2 stages x 2 replicas (a row-major (dp, pp) mesh): the spec's micro-batch m is every replica's
+    micro-batch m; VERIFIED and replayed, and the missing gradient average REFUTED."""
+    import pipeline_dp_user as pdp
+
+    if bug is None:   # averaging over the pipeline group: its members' gradients differ in shape
+        with pytest.raises(Malformed, match="group members disagree on shape"):
+            capture_case(pdp.make_case("wrong_group"))
+    case = capture_case(pdp.make_case(bug))
+    assert case.input_relation["l1.weight"] == ["l1.weight@r0", "l1.weight@r2"]
+    assert case.expect["loss"] == ["mean(loss@r1, loss@r3)"]
+    inf = infer(case)
+    if bug is None:
+        assert inf.verified, inf.failure and inf.failure.message
+        ok, why = forge.verdict(certificate.per_operator_certificate(inf), tmp_path)
+        assert ok, why
+    else:
+        assert not inf.verified
+        assert direct.refute(direct.prepare(case, Limits()), 0, Limits()) is not None
