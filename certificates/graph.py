@@ -279,9 +279,9 @@ def _check_shapes(node: Node, tensors: dict, where: str) -> None:
             raise Malformed(where, f"{what}: output '{t}' declared {list(tensors[t].shape)} but the op gives {list(s)}")
 
 
-def require_families(g: Graph, families: tuple[str, ...], where: str) -> None:
+def require_families(families: tuple[str, ...], where: str, *graphs: Graph) -> None:
     """Refuse operators defined outside ``families`` (registry modules): all that a kind of claim trusts."""
-    bad = sorted({n.target for n in g.nodes if n.op.run.__module__.rsplit(".", 1)[-1] not in families})
+    bad = sorted({n.target for g in graphs for n in g.nodes if n.op.run.__module__.rsplit(".", 1)[-1] not in families})
     fail_if(bad, Unsupported, f"{where}: {', '.join(bad[:3])}: not an operator this kind of claim trusts {families}")
 
 

@@ -24,7 +24,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     """Check a staged refinement claim; raises ``Rejected`` with the reason."""
     spec = obligations.graph_artifact(arts, field(claim, "spec", str, where), where, limits)
     impl = obligations.graph_artifact(arts, field(claim, "impl", str, where), where, limits)
-    [graph.require_families(g, graph.CORE, where) for g in (spec, impl)]
+    graph.require_families(graph.CORE, where, spec, impl)
     rels = {"input": refinement.parse_relation(claim.get("input_relation"), spec, impl,
                                                f"{where}: input_relation", True, limits),
             "output": refinement.parse_relation(claim.get("output_relation"), spec, impl,

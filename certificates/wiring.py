@@ -410,7 +410,7 @@ def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits)
         if not isinstance(b, dict) or b.get("kind") != "refinement" or not isinstance(bev.get(k), dict):
             raise Rejected(f"block '{k}' is not a refinement claim with evidence")
         graphs[k] = tuple(graph_artifact(arts, b.get(side), where, limits) for side in ("spec", "impl"))
-        [require_families(g, CORE, f"{where}: block {k}") for g in graphs[k]]
+        require_families(CORE, f"{where}: block {k}", *graphs[k])
     check_interface(blocks, graphs, dims["tp"], where)
     check_sizes(graphs, dims)
     check_gradients(graphs, sorted(set(blocks["fwd"]["input_relation"]) - {"h", "cos", "sin"}), limits)

@@ -101,3 +101,15 @@ def test_forged_template_block_with_an_untrusted_operator_rejected(tmp_path):
     rs = replay(str(tmp_path / "bad.json"))
     assert not rs[0].ok and "block fwd: aten.abs.default: not an operator this kind of claim" in rs[0].detail, \
         rs[0].detail
+
+
+def test_require_families_passes_core_graphs_and_names_the_others():
+    g = GraphBuilder("one")
+    g.input("X", [2, 2], "activation")
+    g.node("aten.neg.default", ["X"], "Y")
+    g.output("Y")
+    require_families(CORE, "g", parse_graph(g.build(), "g"))   # core operators pass
+    obj = g.build()
+    obj["nodes"][0]["target"] = "aten.abs.default"   # loaded in this process (the engine loads every family)
+    with pytest.raises(Unsupported, match="aten.abs.default: not an operator this kind of claim trusts"):
+        require_families(CORE, "g", parse_graph(g.build(), "g"), parse_graph(obj, "g"))

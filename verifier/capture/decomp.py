@@ -84,10 +84,10 @@ class AboveAutograd(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
-        kw = {**dict(zip(names, args[3:])), **kwargs} if func is F.scaled_dot_product_attention else {}
-        if func is not F.scaled_dot_product_attention or kw.get("dropout_p") or \
-                kw.get("is_causal") and kw.get("attn_mask") is not None:   # torch refuses both at once
+        if func is not F.scaled_dot_product_attention:   # every other call of the trace: as it is
+            return func(*args, **kwargs)
+        kw = {**dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), args[3:])), **kwargs}
+        if kw.get("dropout_p") or kw.get("is_causal") and kw.get("attn_mask") is not None:   # torch refuses both
             return func(*args, **kwargs)
         q, k, v = args[:3]
         if kw.get("enable_gqa"):

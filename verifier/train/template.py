@@ -268,7 +268,7 @@ def check_blocks(blocks: list, dims: dict) -> None:
     graphs = {b.kind: tuple(parse_graph(next(a["embedded"] for a in b.artifacts if a["id"] == f"{b.kind}.{side}"),
                                         f"block {b.kind} {side}") for side in ("spec", "impl")) for b in blocks}
     for k, pair in graphs.items():
-        [require_families(g, CORE, f"block {k}") for g in pair]
+        require_families(CORE, f"block {k}", *pair)
     check_sizes(graphs, dims)
     params = sorted(set(next(b for b in blocks if b.kind == "fwd").claim["input_relation"]) - {"h", "cos", "sin"})
     check_gradients(graphs, params, Limits())
