@@ -1,44 +1,45 @@
-"""Approximations a user chooses (docs/training.md): a claim with ``"approximations"`` says "impl refines
+"""The ``training-refinement`` kind's entry: refinement over the core, backward and training operator families,
+with the approximations a user chooses (docs/training.md): a claim with ``"approximations"`` says "impl refines
 approx(spec)"; each listed rewrite (``RULES``) of the exact spec is applied here before anything is checked."""
 
+from collections import Counter
 from typing import Any
 
-from . import ops_aten, ops_grad, ops_train  # noqa: F401 (refinement claims: every operator family)
+from . import ops_grad, ops_train  # noqa: F401 (its operator families: FAMILIES)
 from .chain import replay_refinement
 from .errors import Malformed, fail_if
-from .graph import parse_graph
+from .graph import CORE, parse_graph
 from .limits import Limits
 from .obligations import graph_value
 
 FWD, BWD = "aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"
 ROUTE = "pvcert.route.default"
+FAMILIES = CORE + ("ops_train",)
 
 
 def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    """Replay a ``refinement`` claim (the kind's entry): its approximations applied to the spec first."""
+    """Replay a ``training-refinement`` claim: its approximations applied to the spec first."""
     assumed = claim.get("approximations", [])
     if not assumed:
-        return replay_refinement(claim, evidence, arts, where, limits)
+        return replay_refinement(claim, evidence, arts, where, limits, FAMILIES)
     value, awhere = graph_value(arts, claim.get("spec"), where)
     spec = parse_graph(apply(value, assumed, f"{where}: approximations"), awhere, limits)
-    return replay_refinement(claim, evidence, arts, where, limits, spec, f" (assuming {describe(assumed)})")
+    return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, spec,
+                             f" (assuming {describe(assumed)})")
 
 
 def describe(approximations: list[dict]) -> str:
     """``rule (parameters) at n nodes; ...`` for a claim's summary."""
-    count: dict[tuple, int] = {}
-    for a in approximations:
-        k = (a["rule"], ", ".join(f"{f} {v}" for f, v in a.items() if f not in ("rule", "node")))
-        count[k] = count.get(k, 0) + 1
+    count = Counter((a["rule"], ", ".join(f"{f} {v}" for f, v in a.items() if f not in ("rule", "node")))
+                    for a in approximations)
     return "; ".join(f"{r} ({p}) at {n} node{'s' * (n > 1)}" for (r, p), n in count.items())
 
 
 def apply(graph: dict, approximations: Any, where: str) -> dict:
     """``graph`` (graph JSON) with every approximation applied; the input is not changed."""
     fail_if(not isinstance(approximations, list), Malformed, where, "'approximations' must be a list")
-    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list) \
-            or not isinstance(graph.get("tensors"), dict):
-        raise Malformed(where, "the spec is not a graph with 'nodes' and 'tensors'")
+    fail_if(not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list) or not isinstance(
+        graph.get("tensors"), dict), Malformed, where, "the spec is not a graph with 'nodes' and 'tensors'")
     g = dict(graph, nodes=list(graph["nodes"]), tensors=dict(graph["tensors"]))
     for i, a in enumerate(approximations):
         here = f"{where}: approximation #{i}"
@@ -61,19 +62,19 @@ def _node_limited_routing(g: dict, a: dict, where: str) -> None:
     at = [j for j, n in enumerate(g["nodes"]) if isinstance(n, dict) and n.get("name") == a["node"]]
     node = g["nodes"][at[0]] if len(at) == 1 else {}
     attrs = node.get("attrs") if isinstance(node.get("attrs"), dict) else {}
-    if node.get("target") != ROUTE or attrs.get("nodes", 1) != 1 or attrs.get("limit", 1) != 1:
-        raise Malformed(where, f"no single {ROUTE} node named {a['node']!r} routing over all experts")
+    fail_if(node.get("target") != ROUTE or attrs.get("nodes", 1) != 1 or attrs.get("limit", 1) != 1, Malformed,
+            where, f"no single {ROUTE} node named {a['node']!r} routing over all experts")
     g["nodes"][at[0]] = dict(node, attrs=dict(attrs, nodes=a["nodes"], limit=a["limit"]))
 
 
 def _split(g: dict, node: dict, i: int, k: int, where: str) -> str:
     """A slice node taking the ``i``-th of ``k`` groups of ``node``'s input along dim 0."""
     src = g["tensors"].get(node)
-    if not isinstance(src, dict) or not isinstance(src.get("shape"), list) or not src["shape"]:
-        raise Malformed(where, f"tensor '{node}' has no shape")
+    fail_if(not isinstance(src, dict) or not isinstance(src.get("shape"), list) or not src["shape"], Malformed,
+            where, f"tensor '{node}' has no shape")
     n = src["shape"][0]
-    if not isinstance(n, int) or n % k:
-        raise Malformed(where, f"dim 0 of '{node}' ({n}) is not divisible by {k} groups")
+    fail_if(not isinstance(n, int) or n % k, Malformed, where,
+            f"dim 0 of '{node}' ({n}) is not divisible by {k} groups")
     out = _fresh(g, f"{node}.group{i}", dict(src, shape=[n // k] + src["shape"][1:]), where)
     _emit(g, "aten.slice.Tensor", [node], [out], {"dim": 0, "start": i * n // k, "end": (i + 1) * n // k, "step": 1},
           src.get("rank", 0))
@@ -95,19 +96,18 @@ def _emit(g: dict, target: str, inputs: list, outputs: list[str], attrs: dict, r
 def _local_batch_norm(g: dict, a: dict, where: str) -> None:
     name, k = a["node"], a["groups"]
     at = [j for j, n in enumerate(g["nodes"]) if isinstance(n, dict) and n.get("name") == name]
-    if len(at) != 1 or g["nodes"][at[0]].get("target") != FWD:
-        raise Malformed(where, f"no single {FWD} node named {name!r}")
+    fail_if(len(at) != 1 or g["nodes"][at[0]].get("target") != FWD, Malformed, where,
+            f"no single {FWD} node named {name!r}")
     fwd = g["nodes"].pop(at[0])
     ins, outs = list(fwd.get("inputs", [])) + [None] * 5, fwd.get("outputs", [])
     fail_if(len(outs) != 3, Malformed, where, f"node {name!r} must have 3 outputs")
     y, mean, rstd = outs
     users = [n for n in g["nodes"] if isinstance(n, dict) and {mean, rstd} & set(n.get("inputs") or [])]
-    if len(users) != 1 or users[0].get("target") != BWD or (users[0].get("inputs") or [None] * 7)[5:7] != [mean, rstd]:
-        raise Malformed(where, f"the saved statistics of {name!r} must feed exactly one {BWD} node")
-    if mean in g.get("outputs", []) or rstd in g.get("outputs", []):
-        raise Malformed(where, f"the saved statistics of {name!r} are graph outputs")
-    bwd = users[0]
-    g["nodes"].remove(bwd)
+    fail_if(len(users) != 1 or users[0].get("target") != BWD or (users[0].get("inputs") or [None] * 7)[5:7] != [
+        mean, rstd], Malformed, where, f"the saved statistics of {name!r} must feed exactly one {BWD} node")
+    fail_if({mean, rstd} & set(g.get("outputs", [])), Malformed, where,
+            f"the saved statistics of {name!r} are graph outputs")
+    g["nodes"].remove(bwd := users[0])
     rank = fwd.get("rank", 0)
     stat = g["tensors"].pop(mean), g["tensors"].pop(rstd)
     parts: list[list[str]] = [[], [], [], []]     # y, grad input, grad weight, grad bias

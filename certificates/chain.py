@@ -7,7 +7,7 @@ import numpy as np
 
 from . import refinement
 from .errors import Rejected, Unsupported, fail_if, field
-from .graph import Graph, Node, _fail_if, evaluate
+from .graph import Graph, Node, _fail_if, evaluate, require_families
 from .limits import Limits
 from .obligations import decide, graph_artifact, integer_ranges, key, obligation, subgraph, summary
 from .refinement import Outcome, Relation, check
@@ -72,14 +72,15 @@ class Chain:
 
 # ---------------------------------------------------------------- replay of refinement claims
 
-def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits,
+def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits, families: tuple[str, ...],
                       spec: Graph | None = None, under: str = "") -> str:
-    """Replay a refinement claim; ``spec``: the spec graph already rewritten by the claim's approximations
-    (``approx.replay``, the refinement kind's entry), which are refused here otherwise (template blocks)."""
+    """Replay a refinement claim whose operators are all of ``families``; ``spec``: the spec graph already rewritten
+    by the claim's approximations (``approx.replay``), which are refused here otherwise."""
     if spec is None:
         fail_if(claim.get("approximations"), Rejected, "approximations are not allowed in this claim")
         spec = graph_artifact(arts, claim.get("spec"), where, limits)
     impl = graph_artifact(arts, claim.get("impl"), where, limits)
+    require_families(families, where, spec, impl)
     rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation",
                                     True, limits)
     rout = refinement.parse_relation(claim.get("output_relation"), spec, impl,

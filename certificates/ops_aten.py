@@ -8,8 +8,8 @@ import numpy as np
 
 from .box import call
 from .dtypes import bounds, cast
-from .ops import (INT_DTYPES, REQ, _along_dim, _dim, _exp, _fail_if, _integral, _lift, _log, _maximum, _red_dims,
-                  _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
+from .ops import (INT_DTYPES, REQ, _along_dim, _dim, _exp, _fail_if, _full, _integral, _lift, _log, _maximum,
+                  _red_dims, _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
 from .ops_grad import _same2, _step
 from .poly import Rat, to_fraction
 
@@ -105,6 +105,23 @@ def _var(xs, a):
 op("aten.var.correction", "self", {"dim": None, "correction": None, "keepdim": False}, shape=_red_shape)(_var)
 
 
+def _topk(xs, a):
+    x, d, k = xs[0], _dim(a["dim"], xs[0].ndim), a["k"]
+    _fail_if(is_sym(x), "topk of real-valued (symbolic) values is not decided")
+    _fail_if(not a["sorted"] or np.isnan(x.astype(float)).any(), "topk unsorted or of NaN: the order is not determined")
+    i = np.flip(np.argsort(x, axis=d, kind="stable"), d) if a["largest"] else np.argsort(x, axis=d, kind="stable")
+    v = np.take_along_axis(x, i, axis=d)
+    ties = np.diff(np.take(v, range(min(k + 1, v.shape[d])), axis=d).astype(float), axis=d) == 0
+    _fail_if(ties.any(), "topk with equal values among the first k + 1: torch's index order is not determined")
+    return [np.take(v, range(k), axis=d), np.take(i, range(k), axis=d)]
+
+
+op("aten.topk.default", "self", {"k": REQ, "dim": -1, "largest": True, "sorted": True}, outputs=2,
+   shape=lambda s, a: [tuple(a["k"] if j == _dim(a["dim"], len(s[0])) else n for j, n in enumerate(s[0]))] * 2)(_topk)
+op("aten.scalar_tensor.default", "", {"s": REQ, "dtype": None}, shape=lambda s, a: [()])(
+    lambda xs, a: _full([], _scalar(a["s"]), a))
+
+
 # ---------------------------------------------------------------- creation, scatter and gather
 
 def _arange_n(a) -> int:
@@ -187,7 +204,27 @@ def _slice_scatter(xs, a):
     return [out]
 
 
+def _index_put(xs, a):
+    x, v, pos = xs[0], xs[-1], tuple(_ints(t, "index_put", -n, n) % n for t, n in zip(xs[1:-1], xs[0].shape))
+    out, hit = _into(x, v), np.ravel_multi_index(np.broadcast_arrays(*pos), x.shape[:len(pos)])
+    _fail_if(a["accumulate"] and out.dtype == bool, "index_put accumulating booleans")
+    _fail_if(not a["accumulate"] and len(set(hit.ravel().tolist())) < hit.size,
+             "index_put writes one position twice: torch's result is not determined")
+    v = np.broadcast_to(v, out[pos].shape)
+    if a["accumulate"]:
+        np.add.at(out, pos, v)
+    else:
+        out[pos] = v
+    return [out]
+
+
+def _index_put_shape(s, a):
+    _fail_if(_bcast(s[-1], t := _index_shape(s[:-1], a)[0]) != t, f"index_put of {s[-1]} into {s[0]}")
+    return [s[0]]
+
+
 op("aten.scatter.src", "self index src", {"dim": REQ}, shape=_scatter_shape)(_scatter)
+op("aten.index_put.default", "self+indices", {"accumulate": False}, shape=_index_put_shape, variadic=True)(_index_put)
 op("aten.slice_scatter.default", "self src", {"dim": 0, "start": None, "end": None, "step": 1},
    shape=_slice_scatter_shape)(_slice_scatter)
 

@@ -109,11 +109,13 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
 
 # Each claim kind's checker is imported only when a claim of that kind is replayed, so its
 # trusted base is the closure of its own module (tests/test_boundary.py measures each).
-CLAIMS = ("refinement", "kernel-equivalence", "staged-refinement", "train-template")
+CLAIMS = ("refinement", "training-refinement", "kernel-equivalence", "staged-refinement", "train-template")
 
 
 def _replay_claim(kind: str, *args) -> str:
     if kind == "refinement":
+        from .refinement_kind import replay as run
+    elif kind == "training-refinement":
         from .approx import replay as run
     elif kind == "kernel-equivalence":
         from .kernel import replay_kernel as run
@@ -131,8 +133,7 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
     limits.start = time.monotonic()
     cert = load_json(path, limits)
     fail_if(not isinstance(cert, dict) or cert.get("format") != FORMAT, Malformed, path, f"not a {FORMAT} file")
-    if cert.get("version") != VERSION:
-        raise Malformed(path, f"certificate version {cert.get('version')!r}; this checker reads {VERSION}")
+    fail_if(cert.get("version") != VERSION, Malformed, path, f"version {cert.get('version')!r}; checker reads {VERSION}")
     field(cert, "header", dict, path)
     claims = field(cert, "claims", list, path)
     evidence = field(cert, "evidence", dict, path)

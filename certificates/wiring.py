@@ -12,7 +12,7 @@ import numpy as np
 from . import ops_grad, terms  # noqa: F401 (its operators: ops, ops_grad)
 from .chain import replay_refinement
 from .errors import LimitExceeded, Malformed, Rejected, fail_if
-from .graph import CORE, evaluate, require_families
+from .graph import CORE, evaluate
 from .obligations import graph_artifact
 from .ops import INT_DTYPES
 
@@ -410,11 +410,10 @@ def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits)
         if not isinstance(b, dict) or b.get("kind") != "refinement" or not isinstance(bev.get(k), dict):
             raise Rejected(f"block '{k}' is not a refinement claim with evidence")
         graphs[k] = tuple(graph_artifact(arts, b.get(side), where, limits) for side in ("spec", "impl"))
-        require_families(CORE, f"{where}: block {k}", *graphs[k])
+    done = [f"{k}: {replay_refinement(b, bev[k], arts, f'{where}: block {k}', limits, CORE)}" for k, b in blocks.items()]
     check_interface(blocks, graphs, dims["tp"], where)
     check_sizes(graphs, dims)
     check_gradients(graphs, sorted(set(blocks["fwd"]["input_relation"]) - {"h", "cos", "sin"}), limits)
-    done = [f"{k}: {replay_refinement(b, bev[k], arts, f'{where}: block {k}', limits)}" for k, b in blocks.items()]
     run = check_schedule(claim, dims, where, limits)
     return (f"{dims['L']} layers dp{dims['dp']} tp{dims['tp']} pp{dims['pp']} mb{dims['M']}: {run.world} ranks, "
             f"{run.events} events, every shard updated once from the full gradient at scale {run.c}, "

@@ -115,7 +115,7 @@ TAMPER = {
     "claim kind unknown": (lambda c: c["claims"][0].update(kind="magic"), False, 1, "unknown claim kind"),
     "spec and impl swapped": (lambda c: c["claims"][0].update(spec="impl", impl="spec"), False, 2, "is not"),
     "artifact missing": (lambda c: c["claims"][0].update(impl="nothing"), False, 2, "names artifact 'nothing'"),
-    "version changed": (lambda c: c.update(version=2), False, 2, "this checker reads 1"),
+    "version changed": (lambda c: c.update(version=2), False, 2, "checker reads 1"),
     "evidence missing": (lambda c: c.update(evidence={}), False, 2, "missing or mistyped field"),
     "huge nested term": (lambda c: c["claims"][0]["output_relation"].update(
         Y=["concat(" * 5000 + "y@r0" + ", dim=0)" * 5000]), False, 3, "nested deeper than"),

@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from certificates import ops_aten  # noqa: E402,F401 (its family: not loaded by certificates.ops)
 from certificates.dtypes import bounds, fit  # noqa: E402
 from certificates.ops import REGISTRY, ShapeError  # noqa: E402
 from test_ops_semantics import A, Case, check_case, fl, full_attrs, rshape, small  # noqa: E402
@@ -42,6 +43,12 @@ CASES = {
                                         lambda t: A.index.Tensor(t[0], [t[1], t[2]])),
     "aten.scatter.src": lambda r: Case([fl(r, 3, 4), np.array([[2, 0], [1, 3]]), fl(r, 2, 3)], {"dim": 1},
                                        lambda t: A.scatter.src(t[0], 1, t[1], t[2])),
+    "aten.index_put.default": lambda r: Case([fl(r, 4, 3), r.permutation(4)[:3] - 2, fl(r, 3)], {},
+                                             lambda t: A.index_put.default(t[0], [t[1]], t[2])),
+    "aten.topk.default": lambda r: Case([r.permutation(24).reshape(4, 6)], {"k": 3, "dim": 0, "largest": False},
+                                        lambda t: A.topk.default(t[0], 3, 0, False)),
+    "aten.scalar_tensor.default": lambda r: Case([], {"s": 0.375}, lambda t: A.scalar_tensor.default(0.375,
+                                                                                                     dtype=torch.float64)),
     "aten.native_dropout.default": lambda r: Case([fl(r, 2, 3)], {"p": 0.0, "train": True},
                                                   lambda t: A.native_dropout.default(t[0], 0.0, True)),
 }
@@ -107,6 +114,31 @@ def test_arange_against_torch(attrs):
     assert got.tolist() == want.tolist() and op.shape([], full_attrs(op, attrs, False)) == [tuple(want.shape)]
 
 
+def test_index_put_accumulates_repeated_positions_and_two_index_tensors():
+    op, x = REGISTRY["aten.index_put.default"], np.arange(12.0).reshape(3, 4)
+    i, j, v = np.array([[0, 2], [0, -1]]), np.array([1, 3]), np.array([[0.5, -1.0], [2.0, 4.0]])
+    got = op.run([x, i, j, v], full_attrs(op, {"accumulate": True}, False))[0]
+    want = A.index_put.default(torch.tensor(x), [torch.tensor(i), torch.tensor(j)], torch.tensor(v), True)
+    np.testing.assert_array_equal(got, want.numpy())
+    ints = op.run([np.zeros(4, np.int64), np.array([1, 1]), np.array([3, 4])], full_attrs(op, {"accumulate": True}, True))
+    assert ints[0].tolist() == [0, 7, 0, 0]
+
+
+def test_topk_of_integers_largest_and_sorted_against_torch():
+    op, x = REGISTRY["aten.topk.default"], np.array([[3, -1, 7, 0], [5, 9, -4, 2]])
+    v, i = op.run([x], full_attrs(op, {"k": 2}, True))
+    tv, ti = A.topk.default(torch.tensor(x), 2)
+    assert v.tolist() == tv.tolist() and i.tolist() == ti.tolist()
+
+
+def test_scalar_tensor_of_minus_infinity_is_refused():   # SDPA masks built as where(m, 0, -inf)
+    from certificates.errors import Unsupported
+
+    op = REGISTRY["aten.scalar_tensor.default"]
+    with pytest.raises(Unsupported, match="non-finite constant -inf"):
+        op.run([], full_attrs(op, {"s": float("-inf")}, True))
+
+
 def test_dropout_in_eval_is_the_identity_with_an_all_true_mask():
     op = REGISTRY["aten.native_dropout.default"]
     x = np.arange(6.0).reshape(2, 3)
@@ -140,6 +172,12 @@ SYM = np.array([[object()]], dtype=object)  # any symbolic (object) array
     ("aten.slice_scatter.default", [np.zeros((2, 1), int), np.ones((1, 1), bool)], {"end": 1}, "differ in dtype"),
     ("aten.index.Tensor", [np.zeros(3), np.array([True, False, True])], {}, "integer tensors"),
     ("aten.var.correction", [np.ones(1)], {}, "not finite"),
+    ("aten.index_put.default", [np.zeros(3), np.array([1, -2]), np.ones(2)], {}, "twice"),
+    ("aten.index_put.default", [np.zeros(3), np.array([3]), np.ones(1)], {}, "out of range"),
+    ("aten.index_put.default", [np.zeros(3, bool), np.array([0]), np.ones(1, bool)], {"accumulate": True}, "booleans"),
+    ("aten.topk.default", [SYM], {"k": 1}, "symbolic"),
+    ("aten.topk.default", [np.array([1, 4, 4, 0])], {"k": 1}, "equal values"),   # the second 4 decides nothing,
+    ("aten.topk.default", [np.array([2, 1])], {"k": 1, "sorted": False}, "unsorted"),   # but is refused
     ("aten.softplus.default", [np.ones(1)], {"beta": 0}, "beta 0"),
     ("aten.amax.default", [np.zeros((2, 0))], {}, "empty"),
     ("aten.arange.start", [], {"start": 0.0, "end": 1}, "integer bounds"),
@@ -157,6 +195,7 @@ def test_refused_with_a_reason(target, xs, attrs, msg):
     ("aten.slice_scatter.default", [(4, 2), (3, 2)], {"start": 0, "end": 4, "step": 2}),
     ("aten.index.Tensor", [(3,), (2,), (2,)], {}),
     ("aten.tril.default", [(3,)], {}),
+    ("aten.index_put.default", [(3, 2), (2,), (3,)], {}),
 ])
 def test_shape_rules_reject(target, shapes, attrs):
     op = REGISTRY[target]

@@ -9,6 +9,7 @@ from typing import Any
 
 from certificates import FORMAT, VERSION
 from certificates.errors import CheckError, Rejected
+from certificates.graph import Graph
 from certificates.limits import canonical_bytes
 from certificates.refinement import Relation
 from certificates.replay import ClaimResult, replay
@@ -34,6 +35,13 @@ def declared_claims(assumptions: list[dict]) -> list[dict[str, str]]:
     return [{"custom_op": a["custom_op"], "computes": f"declared {a['custom_op']}"} for a in assumptions]
 
 
+def claim_kind(spec: Graph, impl: Graph, approximations: list) -> str:
+    """``training-refinement`` for a claim with approximations or training operators (batch norm, MoE routing),
+    else ``refinement``; the checker refuses operators its kind does not trust (docs/architecture.md)."""
+    train = any(n.op.run.__module__.endswith(".ops_train") for g in (spec, impl) for n in g.nodes)
+    return "training-refinement" if approximations or train else "refinement"
+
+
 def _refinement(r: Result, engine: str, evidence: dict[str, Any], found: Relation | None = None) -> dict[str, Any]:
     """A refinement certificate; spec outputs without an expectation are claimed as ``found``."""
     cid = r.case.name
@@ -43,7 +51,8 @@ def _refinement(r: Result, engine: str, evidence: dict[str, Any], found: Relatio
         "header": {"tool": "pvcert", "tool_version": __version__, "engine": engine},   # no clock: reproducible
         "subject": {"artifacts": [artifact("spec", r.case.spec), artifact("impl", r.case.impl),
                                   *declared_sources(r.case.assumptions)]},
-        "claims": [{"id": cid, "kind": "refinement", "spec": "spec", "impl": "impl",
+        "claims": [{"id": cid, "kind": claim_kind(r.spec, r.impl, r.case.approximations),
+                    "spec": "spec", "impl": "impl",
                     "input_relation": {k: [str(t) for t in v] for k, v in r.inputs.items()},
                     "output_relation": {k: [str(t) for t in v] for k, v in claimed.items()},
                     **({"approximations": r.case.approximations} if r.case.approximations else {}),

@@ -1,7 +1,7 @@
 """Faithfulness of capture: the captured graph, run by the checker's own semantics
 (certificates.graph.evaluate, float64), computes what PyTorch computes (forward outputs
 and gradients) on random inputs. This covers the converter's rewrites (in-place ops,
-slice backward as padding, masked index_put as where, constants, tied weights)."""
+slice backward as padding, masked index_put as where, index_put by integer indices, constants, tied weights)."""
 
 import numpy as np
 import pytest
@@ -96,6 +96,24 @@ class InPlaceAndMasks(torch.nn.Module):
 def test_numeric_rewrites():
     torch.manual_seed(1)
     check_numeric(InPlaceAndMasks(), {"x": (3, 4), "ids": InputSpec((3,), torch.int64, range=(0, 5))})
+
+
+class ScatterAdd(torch.nn.Module):
+    """Rows added at integer positions (repeats accumulate), as MoE combines and embedding gradients do."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x, ids):
+        y = torch.tanh(x @ self.w)
+        z = torch.zeros(5, 4, dtype=y.dtype).index_put((ids,), y, accumulate=True)
+        return z * z[ids[:2]].sum(0)
+
+
+def test_numeric_index_put_by_integer_indices():
+    torch.manual_seed(3)
+    check_numeric(ScatterAdd(), {"x": (6, 4), "ids": InputSpec((6,), torch.int64, range=(-5, 5))})
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])

@@ -3,7 +3,9 @@
 Staged and template claims trust ``ops.py`` and ``ops_grad.py`` only (``certificates.graph.CORE``;
 docs/architecture.md): a graph with an operator of ``ops_aten.py`` or ``ops_train.py`` is refused
 by their checkers even in a process where those modules are loaded (this one: the engine loads
-every family), and by the engine before it proves anything. Refinement claims trust every family.
+every family), and by the engine before it proves anything. Refinement claims trust those and
+``ops_aten.py``; training-refinement claims (approximations, batch norm, MoE routing) those and
+``ops_train.py``: the engine picks the kind, a forger who changes it is refused.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ from conftest import ROOT, run_pvcert
 from verifier.ir import GraphBuilder
 
 
-def _abs_case(tmp_path) -> str:
-    """``y = abs(x)`` on one rank against the same on two (``abs``: an ops_aten operator)."""
+def _abs_case(tmp_path, target: str = "aten.abs.default", **attrs) -> str:
+    """``y = abs(x)`` (``abs``: an ops_aten operator; or ``target``) on one rank against the same on two."""
     s = GraphBuilder("abs")
     s.input("X", [2, 2], "activation")
-    s.node("aten.abs.default", ["X"], "Y")
+    s.node(target, ["X"], "Y", attrs=attrs)
     s.output("Y")
     g = GraphBuilder("abs_tp", 2)
     for r in range(2):
         g.input(f"x@r{r}", [2, 2], "activation", rank=r)
-        g.node("aten.abs.default", [f"x@r{r}"], f"y@r{r}", rank=r)
+        g.node(target, [f"x@r{r}"], f"y@r{r}", rank=r, attrs=attrs)
         g.output(f"y@r{r}")
     (tmp_path / "spec.json").write_text(json.dumps(s.build()))
     (tmp_path / "impl.json").write_text(json.dumps(g.build()))
@@ -113,3 +115,53 @@ def test_require_families_passes_core_graphs_and_names_the_others():
     obj["nodes"][0]["target"] = "aten.abs.default"   # loaded in this process (the engine loads every family)
     with pytest.raises(Unsupported, match="aten.abs.default: not an operator this kind of claim trusts"):
         require_families(CORE, "g", parse_graph(g.build(), "g"), parse_graph(obj, "g"))
+
+
+def _bn_case(tmp_path) -> str:
+    """Training-mode batch norm (an ops_train operator) on one rank against the same on two, per replica."""
+    path = _abs_case(tmp_path, "aten.neg.default")
+    for f, world in (("spec.json", 1), ("impl.json", 2)):
+        g = json.loads((tmp_path / f).read_text())
+        for n in g["nodes"]:
+            n["target"], n["attrs"] = "aten.native_batch_norm.default", {"training": True, "momentum": 0.1, "eps": 0.5}
+            y, at, rank = n["outputs"][0].partition("@")
+            n["outputs"] = [y + at + rank] + [f"{y}_{s}{at}{rank}" for s in ("mean", "rstd")]
+            for t in n["outputs"][1:]:
+                g["tensors"][t] = dict(g["tensors"][n["outputs"][0]], shape=[2])
+        (tmp_path / f).write_text(json.dumps(g))
+    return path
+
+
+def _forged(tmp_path, case: str, change) -> list:
+    cert = tmp_path / "c.json"
+    r = run_pvcert("verify", case, "--emit-cert", str(cert))
+    assert r.returncode == 0 and "VERIFIED" in r.stdout, r.stdout + r.stderr
+    bad = json.loads(cert.read_text())
+    change(bad)
+    (tmp_path / "bad.json").write_text(json.dumps(_rehash(bad)))
+    return replay(str(tmp_path / "bad.json"))
+
+
+def test_the_engine_picks_the_kind_and_each_kind_refuses_the_others_family(tmp_path):
+    kinds = []
+
+    def relabel(cert: dict, kind: str) -> None:
+        kinds.append(cert["claims"][0]["kind"])
+        cert["claims"][0]["kind"] = kind
+
+    (tmp_path / "a").mkdir()
+    rs = _forged(tmp_path / "a", _abs_case(tmp_path / "a"), lambda c: relabel(c, "training-refinement"))
+    assert not rs[0].ok and "aten.abs.default: not an operator this kind of claim trusts" in rs[0].detail
+    (tmp_path / "b").mkdir()
+    rs = _forged(tmp_path / "b", _bn_case(tmp_path / "b"), lambda c: relabel(c, "refinement"))
+    assert not rs[0].ok and "native_batch_norm.default: not an operator this kind" in rs[0].detail, rs[0].detail
+    assert kinds == ["refinement", "training-refinement"]
+    assert all(x.ok for x in replay(str(tmp_path / "b" / "c.json")))   # as the engine wrote it
+
+
+def test_a_refinement_claim_refuses_approximations(tmp_path):
+    def approximate(cert: dict) -> None:
+        cert["claims"][0]["approximations"] = [{"rule": "local-batch-norm", "node": "n0", "groups": 2}]
+
+    rs = _forged(tmp_path, _abs_case(tmp_path), approximate)
+    assert not rs[0].ok and "approximations are not allowed in this claim" in rs[0].detail, rs[0].detail

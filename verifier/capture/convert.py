@@ -484,9 +484,14 @@ class Converter:
                 except RuntimeError:
                     ok = False
         if not ok:
-            self.unsupported["aten.index_put.default (other than x[bool_mask] = v)"] = 1
-            self.env[n] = UNSUP
-            return None
+            if not all(isinstance(i, torch.fx.Node) and not i.meta["val"].dtype.is_floating_point
+                       and i.meta["val"].dtype != torch.bool for i in idx) or not isinstance(v, torch.fx.Node):
+                self._unsup(n, "aten.index_put.default (other than x[bool_mask] = v or by integer index tensors)")
+                return None
+            outs = self._emit("op", "aten.index_put.default", [self._val(x)] + [self._val(i) for i in idx]
+                              + [self._val(v)], n, {"accumulate": bool(args.get("accumulate"))})
+            self.env[n] = outs[0]
+            return outs
         mask = self._val(idx[0])
         extra = xv.dim() - k
         if extra:

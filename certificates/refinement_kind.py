@@ -1,0 +1,13 @@
+"""The ``refinement`` kind's entry: refinement over the core, backward and ATen operator families
+(``ops``, ``ops_grad``, ``ops_aten``); training operators and approximations are ``training-refinement``'s."""
+
+from . import ops_aten, ops_grad  # noqa: F401 (its operator families: FAMILIES)
+from .chain import replay_refinement
+from .graph import CORE
+from .limits import Limits
+
+FAMILIES = CORE + ("ops_aten",)
+
+
+def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
+    return replay_refinement(claim, evidence, arts, where, limits, FAMILIES)
