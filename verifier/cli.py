@@ -110,12 +110,14 @@ def _verify_template(args: argparse.Namespace) -> int:
 def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
     from certificates.graph import CORE, parse_graph, require_families
 
+    from .ir import UNBOUNDED
     from .refine import report
     from .stages.certificate import staged_certificate
     from .stages.run import summary, verify_staged
 
     try:   # what a staged claim's checker trusts (certificates/graph.py CORE)
-        require_families(CORE, f"{case.name} (--staged)", *(parse_graph(g, case.name) for g in (case.spec, case.impl)))
+        require_families(CORE, f"{case.name} (--staged)",
+                         *(parse_graph(g, case.name, UNBOUNDED) for g in (case.spec, case.impl)))
     except CheckError as e:
         return _emit(args, Verdict(UNKNOWN, case.name, str(e), ["verify it without --staged: a refinement claim "
                                                                  "trusts every operator family"]), 0.0)

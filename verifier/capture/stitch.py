@@ -19,15 +19,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from certificates.graph import parse_graph
-from certificates.limits import Limits
-from verifier.ir import GraphBuilder
-from verifier.ir import remember
+from verifier.ir import UNBOUNDED, GraphBuilder, remember
 from verifier.ir.cse import cse
 
 from .convert import CaptureError, Item, RankProgram
 
 
-CAPTURE_LIMITS = Limits(max_elements=2**62)
 
 
 def _sfx(name: str, rank: int, multi: bool) -> str | None:
@@ -129,7 +126,7 @@ def build_graph(name: str, progs: list[RankProgram], world: int | None = None,
     b.obj["meta"] = {"captured_by": "pvcert capture", "collectives": n_coll}
     graph = cse(b.obj)   # a pure computation repeated (per layer, per micro-batch) is kept once
     try:  # validated structurally; full-size tensors are fine here (the checker reduces shapes)
-        remember(graph, parse_graph(graph, name, CAPTURE_LIMITS))   # the engine reuses it (verifier.ir.parsed)
+        remember(graph, parse_graph(graph, name, UNBOUNDED))   # the engine reuses it (verifier.ir.parsed)
         return graph
     except Exception as e:
         raise CaptureError(f"{name}: captured graph does not validate: {e}") from e

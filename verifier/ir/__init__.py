@@ -13,12 +13,15 @@ import pickle
 from collections import OrderedDict
 from typing import Any
 
+from certificates.errors import LimitExceeded
 from certificates.graph import GRAPH_FORMAT, GRAPH_VERSION, Graph, Node, Tensor, parse_graph
-from certificates.limits import load_json
+from certificates.limits import Limits, load_json
 from certificates.ops import REGISTRY, ShapeError
 
 __all__ = ["Graph", "Node", "Tensor", "GraphBuilder", "load_graph", "save_graph", "UnsupportedOp", "remember",
-           "known", "parsed"]
+           "known", "parsed", "UNBOUNDED", "operators_of"]
+
+UNBOUNDED = Limits(max_elements=2**62)   # for shape-only work (capture, families, reduction): no element bound
 
 
 class UnsupportedOp(ValueError):
@@ -64,7 +67,23 @@ def parsed(obj: Any, where: str, limits) -> Graph:
     if got is not None and got[0] is obj and _digest(obj) == got[2] and \
             all(math.prod(t.shape) <= limits.max_elements * 64 for t in got[1].tensors.values()):
         return got[1]
-    return parse_graph(obj, where, limits)
+    try:
+        return parse_graph(obj, where, limits)
+    except LimitExceeded as e:
+        big = [t for t, v in obj["tensors"].items() if math.prod(v["shape"]) > limits.max_elements * 64]
+        raise LimitExceeded(f"{e} ({operators_of(obj, big[0])}); pvcert decides element by element: verify at "
+                            "smaller sizes, or --staged to reduce the map axes (docs/stages.md)" if big else str(e)) \
+            from None
+
+
+def operators_of(obj: dict[str, Any], tensor: str) -> str:
+    """``made by 'n' (target), read by 'm' (target) and 2 more``: the nodes of a graph value about ``tensor``."""
+    made = [n for n in obj["nodes"] if tensor in n["outputs"]]
+    read = [n for n in obj["nodes"] if tensor in n["inputs"]]
+    parts = [f"{w} {', '.join(repr(n['name']) + ' (' + n['target'] + ')' for n in ns[:2])}"
+             f"{f' and {len(ns) - 2} more' if len(ns) > 2 else ''}" for w, ns in (("made by", made), ("read by", read))
+             if ns]
+    return ", ".join(parts) or "an unused input"
 
 
 def save_graph(obj: dict[str, Any], path: str) -> None:

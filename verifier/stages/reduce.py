@@ -13,11 +13,12 @@ import math
 from dataclasses import dataclass, field
 
 from certificates import shapes
-from certificates.errors import Unsupported
+from certificates.errors import LimitExceeded, Unsupported
 from certificates.limits import Limits
 
 from .. import direct
 from ..case import Case
+from ..ir import UNBOUNDED, operators_of
 
 Axis = shapes.Axis
 
@@ -57,10 +58,23 @@ def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str]]:
     return {a: out[r] for a, r in cls.items()}
 
 
+def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], limits: Limits) -> None:
+    """A LIMIT naming the first reduced tensor over ``limits.max_elements``, its operators and why each axis
+    kept its size (the engine decides element by element)."""
+    for side, g, obj in zip(("spec", "impl"), reduced, (case.spec, case.impl)):
+        for t, v in g.tensors.items():
+            if math.prod(v.shape) > limits.max_elements:
+                why = "; ".join(f"axis {k} ({n}): {divisors[(side, t, k)][1]}" for k, n in enumerate(v.shape)
+                                if (side, t, k) in divisors and divisors[(side, t, k)][0] == 1 and n > 1)
+                raise LimitExceeded(f"{case.name}: {side} tensor '{t}' is still {list(v.shape)} after the shape "
+                                    f"reduction ({operators_of(obj, t)}), over {limits.max_elements} elements; "
+                                    f"{why or 'no axis reduces further'}")
+
+
 def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
     """The reduced case, with its classes (for the certificate) and the axis size map."""
     limits = limits or Limits()
-    r = direct.prepare(case, limits)
+    r = direct.prepare(case, UNBOUNDED)   # shapes only: the reduced case must fit ``limits`` (``_fits``)
     rels = {"input": r.inputs, "output": r.expect}
     try:
         C = shapes.constraints(r.spec, r.impl, rels)
@@ -77,7 +91,8 @@ def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
             c["axes"].append(list(a))
     listed = [c for c in classes.values() if c["divisor"] > 1 and c["axes"]]
     rspec, rimpl, rrels, out = shapes.reduce(case.spec, case.impl, r.spec, r.impl, rels, listed,
-                                             f"{case.name}: reduction", limits)
+                                             f"{case.name}: reduction", UNBOUNDED)
+    _fits(case, (rspec, rimpl), divisors, limits)
     reduced = Case(case.name, out["spec"], out["impl"],
                    {t: [str(e) for e in es] for t, es in rrels["input"].items()},
                    {t: [str(e) for e in es] for t, es in rrels["output"].items()})

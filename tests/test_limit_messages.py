@@ -1,0 +1,56 @@
+"""A LIMIT names the tensor and its operators (issue 15): at parse (the default engine), and after the
+shape reduction of ``--staged`` with the reason each axis kept its size; shape-only work (the families
+check, the reduction's analysis) runs on graphs of any size."""
+
+import json
+
+import pytest
+
+from certificates.errors import LIMIT, LimitExceeded
+from certificates.limits import Limits
+from conftest import ROOT, run_pvcert
+from verifier.case import load_case
+from verifier.ir import GraphBuilder, parsed
+from verifier.stages.reduce import reduce_case
+
+
+def test_parse_limit_names_the_operators_of_the_tensor():
+    g = GraphBuilder("big")
+    g.input("X", [64, 64], "activation")
+    g.node("aten.neg.default", ["X"], "Y")
+    g.output("Y")
+    with pytest.raises(LimitExceeded, match=r"tensor 'X' has shape \[64, 64\], too large to check "
+                                            r"\(read by 'n0' \(aten.neg.default\)\)"):
+        parsed(g.build(), "big", Limits(max_elements=16))
+
+
+def test_reduction_limit_names_tensor_operator_and_why_each_axis_kept_its_size():
+    case = load_case(f"{ROOT}/examples/tp_mlp/case.json")
+    with pytest.raises(LimitExceeded) as e:
+        reduce_case(case, Limits(max_elements=4))
+    assert "spec tensor 'X' is still [2, 4] after the shape reduction (read by 'n0' (aten.linear.default))" \
+        in str(e.value)
+    assert "axis 1 (4): full size: node 'n0' (aten.linear.default): contracted" in str(e.value)
+
+
+def _sum_case(tmp_path, n: int) -> str:
+    """``y = sum(x, 1)`` on one rank against the same on another: axis 1 is summed (kept at full size)."""
+    for name, x in (("spec", "X"), ("impl", "x@r0")):
+        g = GraphBuilder(name)
+        g.input(x, [4, n], "activation")
+        g.node("aten.sum.dim_IntList", [x], x.replace("x", "y").replace("X", "Y"), attrs={"dim": [1]})
+        g.output(x.replace("x", "y").replace("X", "Y"))
+        (tmp_path / f"{name}.json").write_text(json.dumps(g.obj))   # (build() would refuse 16 M elements)
+    case = {"format": "pvcert-case", "version": 1, "name": "sum", "spec": "spec.json", "impl": "impl.json",
+            "input_relation": {"X": ["x@r0"]}, "expect": {"Y": ["y@r0"]}}
+    (tmp_path / "case.json").write_text(json.dumps(case))
+    return str(tmp_path / "case.json")
+
+
+def test_cli_limits_name_the_operator_by_engine(tmp_path):
+    r = run_pvcert("verify", _sum_case(tmp_path, 300_000), "--staged")   # reduced: [2, 300000]
+    assert r.returncode == LIMIT, r.stdout + r.stderr
+    assert "spec tensor 'X' is still [2, 300000]" in r.stderr and "summed" in r.stderr, r.stderr
+    r = run_pvcert("verify", _sum_case(tmp_path, 4_000_000))   # 16 M elements: refused at parse
+    assert r.returncode == LIMIT, r.stdout + r.stderr
+    assert "read by 'n0' (aten.sum.dim_IntList)" in r.stderr and "--staged" in r.stderr, r.stderr
