@@ -208,6 +208,11 @@ def test_ops_lists_the_new_targets(capsys):
     from verifier.cli import main
 
     assert main(["ops"]) == 0
-    listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
+    out = capsys.readouterr().out.splitlines()
+    listed = {line.split()[0] for line in out}
+    line = {x.split()[0]: x for x in out}   # the operator family and the claim kinds that trust it
+    assert line["aten.topk.default"].endswith(" ops_aten (refinement)")
+    assert line["aten.native_batch_norm.default"].endswith(" ops_train (training-refinement)")
+    assert line["aten.mm.default"].endswith(" ops (every graph claim)")
     more = {"aten.arange.start", "aten.bernoulli_.float", "aten.empty_like.default"}
     assert set(CASES) | set(INT_OPS) | more <= listed

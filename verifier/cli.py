@@ -387,10 +387,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_ops(args: argparse.Namespace) -> int:
     from certificates.ops import REGISTRY
 
+    trusted = {"ops": "every graph claim", "ops_grad": "every graph claim", "ops_aten": "refinement",
+               "ops_train": "training-refinement"}   # docs/architecture.md, "Operator families"
     for target in sorted(REGISTRY):
         o = REGISTRY[target]
-        kind = "collective" if o.collective else "op"
-        print(f"{target:55s} {kind:10s} {' '.join(o.slots)}")
+        kind, family = "collective" if o.collective else "op", o.run.__module__.rsplit(".", 1)[-1]
+        print(f"{target:55s} {kind:10s} {' '.join(o.slots):40s} {family} ({trusted[family]})")
     return ACCEPT
 
 
