@@ -1,6 +1,7 @@
-"""A LIMIT names the tensor and its operators (issue 15): at parse (the default engine), and after the
-shape reduction of ``--staged`` with the reason each axis kept its size; shape-only work (the families
-check, the reduction's analysis) runs on graphs of any size."""
+"""Sizes (issue 15): ``pvcert verify`` reduces a case too large to decide element by element, as
+``--staged`` does; a LIMIT names the tensor and its operators, at parse and after the shape reduction
+with the reason each axis kept its size; shape-only work (the families check, the reduction's analysis)
+runs on graphs of any size."""
 
 import json
 
@@ -51,6 +52,40 @@ def test_cli_limits_name_the_operator_by_engine(tmp_path):
     r = run_pvcert("verify", _sum_case(tmp_path, 300_000), "--staged")   # reduced: [2, 300000]
     assert r.returncode == LIMIT, r.stdout + r.stderr
     assert "spec tensor 'X' is still [2, 300000]" in r.stderr and "summed" in r.stderr, r.stderr
-    r = run_pvcert("verify", _sum_case(tmp_path, 4_000_000))   # 16 M elements: refused at parse
+    case = _sum_case(tmp_path, 4_000_000)   # 16 M elements
+    r = run_pvcert("verify", case)   # reduced first, as --staged does: still too large
+    assert r.returncode == LIMIT and "'X' is still [2, 4000000]" in r.stderr, r.stdout + r.stderr
+    r = run_pvcert("verify", case, "--engine", "whole-graph")   # refused at parse
     assert r.returncode == LIMIT, r.stdout + r.stderr
     assert "read by 'n0' (aten.sum.dim_IntList)" in r.stderr and "--staged" in r.stderr, r.stderr
+
+
+def _mm_case(tmp_path, n: int) -> str:
+    """``Y = X @ W`` against two ranks each holding half of X's rows: the rows are a map axis."""
+    s = GraphBuilder("mm")
+    s.input("X", [n, 2], "activation")
+    s.input("W", [2, 2], "parameter")
+    s.node("aten.mm.default", ["X", "W"], "Y")
+    s.output("Y")
+    g = GraphBuilder("mm_tp", 2)
+    for r in range(2):
+        g.input(f"x@r{r}", [n // 2, 2], "activation", rank=r)
+        g.input(f"w@r{r}", [2, 2], "parameter", rank=r)
+        g.node("aten.mm.default", [f"x@r{r}", f"w@r{r}"], f"y@r{r}", rank=r)
+        g.output(f"y@r{r}")
+    (tmp_path / "spec.json").write_text(json.dumps(s.obj))
+    (tmp_path / "impl.json").write_text(json.dumps(g.obj))
+    case = {"format": "pvcert-case", "version": 1, "name": "bigmm", "spec": "spec.json", "impl": "impl.json",
+            "input_relation": {"X": ["concat(x@r0, x@r1, dim=0)"], "W": ["w@r0", "w@r1"]},
+            "expect": {"Y": ["concat(y@r0, y@r1, dim=0)"]}}
+    (tmp_path / "case.json").write_text(json.dumps(case))
+    return str(tmp_path / "case.json")
+
+
+def test_verify_reduces_a_case_too_large_to_decide_element_by_element(tmp_path):
+    cert = tmp_path / "c.json"
+    r = run_pvcert("verify", _mm_case(tmp_path, 300_000), "--emit-cert", str(cert))   # 600,000-element X
+    assert r.returncode == 0 and "verifying on the shape-reduced graphs" in r.stdout, r.stdout + r.stderr
+    assert "reduced to 44 of 2400012 elements" in r.stdout
+    r = run_pvcert("replay", str(cert))
+    assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout and "300000 -> 4" in r.stdout, r.stdout
