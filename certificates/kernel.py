@@ -13,13 +13,16 @@ import operator as opr
 import random
 import re
 import struct
+from array import array
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
 
+import numpy as np
+
 from .errors import CheckError, Malformed, Rejected, Unsupported
 from .limits import Limits
-from .poly import ATOMS, LAZY_LONG, ONE_P, Poly, Rat, _mono_mul, apply, intern_expo
+from .poly import ATOMS, LAZY_LONG, ONE_P, Q, Poly, Rat, _mono_mul, apply, intern_expo
 from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec, parse
 from .solve import decide
 
@@ -268,20 +271,147 @@ def wmma_ok(p: list[str]) -> bool:
     return p[1] == "mma" and p[-2:] == ["f32", "f32"]
 
 
+VARS: dict[str, int] = {}     # an atom's name -> the index of its monomial ``((name, 1),)`` in NAMES (process-wide)
+NAMES: list[tuple] = []
+WMAX = 1 << 30                  # |coefficient| of an array term (sums of < 2^32 of them fit in int64)
+ONE_Q = Q(1)
+RANK = np.zeros(0, np.int64)    # RANK[i]: NAMES[i]'s place in sorted order (as of len(RANK))
+
+
+def index(m: tuple) -> int:
+    """The index in ``NAMES`` of the one-atom monomial ``m``."""
+    i = VARS.get(m[0][0])
+    if i is None:
+        i = VARS[m[0][0]] = len(NAMES)
+        NAMES.append(m)
+    return i
+
+
+def pair_mono(x: int) -> tuple:
+    """The monomial ``NAMES[i] * NAMES[j]`` of the key ``x = i << 32 | j`` (as ``_mono_mul`` builds it)."""
+    u, v = NAMES[x >> 32], NAMES[x & ALL]
+    return u + v if u < v else v + u if v < u else ((u[0][0], 2),)
+
+
+class Dot(Rat):
+    """A dot product as ``fma`` builds it: ``base + sum_t cs[t] * pair_mono(ij[t])`` (``up = (base, ij, cs)``)
+    over the first ``k`` entries of append-only arrays shared with copy-on-extend (``cs`` None: every
+    coefficient 1). Any other operation reads ``n``: the ordinary normal form, as the lazy log ``fma``
+    wrote before (kept)."""
+
+    __slots__ = ("up", "k", "_n")
+
+    @property
+    def n(self) -> Poly:
+        if self._n is None:
+            self._n = self.poly(True)
+        return self._n
+
+    def poly(self, share: bool) -> Poly:
+        """``Poly.add``'s lazy log of these terms after the base's (``share``: on the base's log if at its end)."""
+        b, ij, cs = self.up
+        base, log, m = b._up or (b, [], 0)
+        log = log if share and len(log) == m else log[:m]
+        for t, x in enumerate(ij[:self.k]):
+            log += (5, (pair_mono(x), ()), ONE_Q if cs is None else Q(cs[t]))
+        p = Poly(None)
+        p._t, p._up = None, (base, log, len(log))
+        return p
+
+    def text(self, name) -> str:
+        """``Poly.text`` of the normal form, its terms ordered by the names' ranks (not kept)."""
+        global RANK
+        rest, k, w = canon(self)
+        if rest:
+            return (self._n or self.poly(False)).text(name)
+        if len(RANK) != len(NAMES):
+            RANK = np.empty(len(NAMES), np.int64)
+            RANK[sorted(range(len(NAMES)), key=NAMES.__getitem__)] = np.arange(len(NAMES))
+        i, j = k >> 32, k & ALL
+        lo = RANK[i] <= RANK[j]
+        u, v = np.where(lo, i, j), np.where(lo, j, i)    # sorted terms: by u's rank, then v's (u^2 last)
+        order = np.argsort(RANK[u] * (len(RANK) + 1) + np.where(i == j, len(RANK), RANK[v]), kind="stable")
+        parts = []
+        for x, y, c in zip(u[order].tolist(), v[order].tolist(), w[order].tolist()):
+            f = f"{name(NAMES[x][0][0])}^2" if x == y else f"{name(NAMES[x][0][0])}*{name(NAMES[y][0][0])}"
+            parts.append(f if c == 1 else f"{c}*{f}")
+        return " + ".join(parts) or "0"
+
+
+RATS = (Rat, Dot)
+
+
 def fma(a: Rat, b: Rat, c: Rat) -> Rat:
-    """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product)."""
-    n, ta, tb = c.n, a.n._t, b.n._t      # None: a lazy sum, longer than one term
-    if a.d is b.d is c.d is ONE_P and ta and tb and len(ta) == 1 == len(tb) and (n._up or len(n._t) >= LAZY_LONG):
+    """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product):
+    a ``Dot`` for atoms ``a``, ``b`` (integer coefficients) and a long ``c``."""
+    ta, tb = a.n._t, b.n._t      # None: a lazy sum, longer than one term
+    if a.d is b.d is c.d is ONE_P and ta and tb and len(ta) == 1 == len(tb):
         ((m1, e1), c1), ((m2, e2), c2) = *ta.items(), *tb.items()
-        if m1 and m2 and not e1 and not e2:   # as Poly.add logs a one-term left operand
-            base, log, k = n._up or (n, [], 0)
-            log = log if len(log) == k else log[:k]
-            m = m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2)
-            log += (5, (m, ()), c2 if c1 == 1 else c1 * c2)
-            p, r = Poly.__new__(Poly), Rat.__new__(Rat)   # no __init__: every slot is set here
-            p._t, p._k, p._up, r.n, r.d = None, None, (base, log, len(log)), p, ONE_P
-            return r
+        if type(c) is Dot or c.n._up or len(c.n._t) >= LAZY_LONG:
+            w = 1 if c1 == 1 == c2 else c1 * c2
+            if len(m1) == 1 == len(m2) and m1[0][1] == 1 == m2[0][1] and not e1 and not e2 \
+                    and (w == 1 or w.denominator == 1 and -WMAX <= w <= WMAX):
+                i, j = VARS.get(m1[0][0]), VARS.get(m2[0][0])
+                i, j = index(m1) if i is None else i, index(m2) if j is None else j
+                if type(c) is Dot:
+                    up, k = c.up, c.k
+                    if len(up[1]) != k:     # a shared prefix: extend a copy
+                        up = up[0], up[1][:k], None if up[2] is None else up[2][:k]
+                else:
+                    up, k = (c.n, array("q"), None), 0
+                up[1].append(i << 32 | j)
+                if up[2] is not None:
+                    up[2].append(int(w))
+                elif w != 1:
+                    up = up[0], up[1], array("q", [1]) * k
+                    up[2].append(int(w))
+                r = Dot.__new__(Dot)
+                r.up, r.k, r._n, r.d = up, k + 1, None, ONE_P
+                return r
+            n = c.n
+            if m1 and m2 and not e1 and not e2:   # as Poly.add logs a one-term left operand
+                base, log, k = n._up or (n, [], 0)
+                log = log if len(log) == k else log[:k]
+                m = m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2)
+                log += (5, (m, ()), c2 if c1 == 1 else c1 * c2)
+                p, r = Poly.__new__(Poly), Rat.__new__(Rat)   # no __init__: every slot is set here
+                p._t, p._k, p._up, r.n, r.d = None, None, (base, log, len(log)), p, ONE_P
+                return r
     return a * b + c
+
+
+def canon(x: Rat) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``x`` (denominator 1) as its terms other than ``w * u * v`` (atoms ``u``, ``v``, integer ``|w| <= WMAX``),
+    and the keys ``i << 32 | j`` (``i <= j``) of the others, sorted and distinct, with their nonzero sums ``w``."""
+    keys, ws, rest = [], [], {}
+    for (m, e), c in (x.up[0] if type(x) is Dot else x.n).t.items():
+        if not e and c.denominator == 1 and -WMAX <= c <= WMAX and \
+                (len(m) == 2 and m[0][1] == 1 == m[1][1] or len(m) == 1 and m[0][1] == 2):
+            keys.append(index(((m[0][0], 1),)) << 32 | index(((m[-1][0], 1),)))
+            ws.append(int(c))
+        else:
+            rest[m, e] = c
+    k, w = np.array(keys, np.int64), np.array(ws, np.int64)
+    if type(x) is Dot:
+        _, ij, cs = x.up
+        k = np.concatenate((k, np.frombuffer(ij, np.int64, x.k)))
+        w = np.concatenate((w, np.ones(x.k, np.int64) if cs is None else np.frombuffer(cs, np.int64, x.k)))
+    i, j = k >> 32, k & ALL
+    k = np.minimum(i, j) << 32 | np.maximum(i, j)
+    order = np.argsort(k, kind="stable")
+    k, w = k[order], w[order]
+    first = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1]))) if len(k) else np.zeros(0, np.int64)
+    k, w = k[first], np.add.reduceat(w, first) if len(k) else w
+    return rest, k[w != 0], w[w != 0]
+
+
+def dot_equal(a, b) -> bool:
+    """Whether ``a`` and ``b``, one a ``Dot``, have equal ``canon`` forms, so equal normal forms (False: not shown)."""
+    if Dot not in (type(a), type(b)) or not (isinstance(a, Rat) and isinstance(b, Rat)) \
+            or a.d is not ONE_P or b.d is not ONE_P or max(x.k for x in (a, b) if type(x) is Dot) >> 32:
+        return False
+    (ra, ka, wa), (rb, kb, wb) = canon(a), canon(b)
+    return ra == rb and np.array_equal(ka, kb) and np.array_equal(wa, wb)
 
 
 def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
@@ -308,7 +438,7 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
 
         def shared(regs, th):
             a, v = regs.get(base), regs.get(reg)
-            if type(a) is not Ptr or a.space != "shared" or (a + off) % 4 or op == "st" and type(v) is not Rat:
+            if type(a) is not Ptr or a.space != "shared" or (a + off) % 4 or op == "st" and type(v) not in RATS:
                 return False
             if op == "st":
                 r.store(th, ins, a.at(off), 4, v)
@@ -323,7 +453,7 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
 
         def flt(regs, th):
             a, b, c = regs.get(src[0]), regs.get(src[1]), regs.get(src[-1])   # two or three operands
-            if type(a) is not Rat or type(b) is not Rat or type(c) is not Rat:
+            if type(a) not in RATS or type(b) not in RATS or type(c) not in RATS:
                 return False
             regs[dst] = fma(a, b, c) if three else fn((a, b))   # FLOAT_OPS' fma and mad are fma
             return True
@@ -1351,6 +1481,8 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         limits.tick()
         if isinstance(ref[key], Word) or isinstance(opt[key], Word):
             holds, method = word_equal(ref[key], opt[key]), "ring modulo 2^32"
+        elif dot_equal(ref[key], opt[key]):
+            holds, method = True, "normal-form"
         else:
             v = decide(shift(ref[key]), shift(opt[key]))
             holds, method = v.holds, v.method

@@ -49,3 +49,27 @@ def test_sgemm_pair_at_k_32_verifies_and_replays(tmp_path):
 @pytest.mark.parametrize("name", ["sgemm_smem", "sgemm_2d_blocktile"])
 def test_sgemm_pair_at_k_256_verifies_and_replays(name, tmp_path):
     assert "4096 of 16384 output elements equal over the reals" in certify_and_replay(name, 256, tmp_path)
+
+
+def short_k_pair(k: int) -> dict:
+    """Naive SGEMM against itself with the optimized side's ``K`` bound to ``k - 1``: each output's
+    dot product loses its last product (and reads ``A`` at another row stride)."""
+    pair = at_k(PAIRS["sgemm_naive_self"], k)
+    pair["params"].append({"name": "K1", "role": "scalar", "dtype": "s32", "value": k - 1})
+    pair["reference"]["params"], pair["optimized"]["params"] = ["A", "B", "C", "M", "N", "K"], ["A", "B", "C", "M", "N", "K1"]
+    return pair
+
+
+def test_long_dot_products_differing_are_refuted_and_a_forged_certificate_rejected(tmp_path):
+    """At K = 40 every output is an array-form dot product (``certificates.kernel.Dot``): the engine
+    refutes the pair, and a certificate claiming it (the engine's own schedules and outputs) is rejected
+    by replay when it decides the outputs."""
+    pair = short_k_pair(40)
+    r = check_pair(pair)
+    assert r.verdict == "not-equivalent", r.message
+    assert {type(v).__name__ for v in r.results["reference"][0].outputs.values()} == {"Dot"}
+    r.verdict = "equivalent"   # forged: the engine's own schedules, witnesses and outputs
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(kernel_certificate([pair_claim(pair["name"], pair, CORPUS, r)])))
+    res = replay(str(path))
+    assert not res[0].ok and "differs" in res[0].detail, res[0].detail

@@ -14,7 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from certificates.errors import CheckError, Malformed, Unsupported
-from certificates.kernel import Word, bind, check_params, ctas, scope, shared_bytes, shift, word_equal
+from certificates.kernel import Word, bind, check_params, ctas, dot_equal, scope, shared_bytes, shift, word_equal
 from certificates.poly import Rat
 from certificates.solve import Verdict, decide
 
@@ -127,6 +127,8 @@ def compare(ref: dict, opt: dict, seconds: dict | None = None) -> Report:
     for key in sorted(ref):
         if isinstance(ref[key], Word) or isinstance(opt[key], Word):   # integer data, modulo 2^32
             v = Verdict(word_equal(ref[key], opt[key]), "ring modulo 2^32", values=(0, 0), witness={})
+        elif dot_equal(ref[key], opt[key]):   # canonical arrays of dot products: equal normal forms
+            v = Verdict(True, "normal-form")
         elif (ca := _constant(ref[key])) is not None and (cb := _constant(opt[key])) is not None and ca != cb:
             v = Verdict(False, "constants", values=(float(ca), float(cb)), witness={})   # beyond probe's tolerance
         else:

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import (BARRIERS, INTS, IROUND, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith, mul24,
-                                 no_gc, null_test, ring)
+from certificates.kernel import (BARRIERS, INTS, IROUND, RATS, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith,
+                                 mul24, no_gc, null_test, ring)
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -1390,7 +1390,7 @@ def _reader(o, float_ok: bool):
         if float_ok:
             def rd(regs):
                 v = regs.get(name)
-                if type(v) is not Rat:
+                if type(v) not in RATS:
                     raise _FB
                 return v
         else:
@@ -1453,7 +1453,7 @@ def _compile(ins: Instr):  # noqa: C901
             x, y, z = (o.name for o in ops[1:])
             def f(regs):   # the readers inlined: three registers holding Rats
                 a, b, c = regs.get(x), regs.get(y), regs.get(z)
-                if type(a) is not Rat or type(b) is not Rat or type(c) is not Rat:
+                if type(a) not in RATS or type(b) not in RATS or type(c) not in RATS:
                     raise _FB
                 regs[dst] = fma(a, b, c)
         elif op in ("fma", "mad") and len(rds) == 3:
@@ -1607,14 +1607,14 @@ def _compile_shared(ins: Instr, cta: CTA):
     def load(regs):
         x = at(regs)
         ent = smem.get(x)
-        if ent is None or ent[1] != 4 or type(ent[0]) is not Rat:
+        if ent is None or ent[1] != 4 or type(ent[0]) not in RATS:
             raise _FB
         cta._record("shared", x, 4, cta.cur, ins, False)
         regs[name] = ent[0]
 
     def store(regs):
         v = regs.get(name)
-        if type(v) is not Rat:
+        if type(v) not in RATS:
             raise _FB
         x = at(regs)
         try:
