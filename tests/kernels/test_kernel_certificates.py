@@ -196,3 +196,14 @@ def test_large_outputs_are_certified_by_digest(tmp_path, monkeypatch):
     outs[key] = {"sha256": "0" * 64}
     ok, detail = outcome(cert, tmp_path, "t.json")
     assert not ok and "normal form" in detail
+
+
+def test_digests_once_the_budget_is_passed_midway(monkeypatch):
+    """Texts are hashed as printed once their sum passes the budget: every output of the CTA
+    is then the digest of the text it would have had."""
+    import verifier.kernels.certificate as kc
+
+    texts = certify("sgemm_smem")["evidence"]["sgemm_smem"]["optimized"]["outputs"]
+    monkeypatch.setattr(kc, "TEXT_BUDGET", sum(map(len, texts.values())) // 3)
+    outs = certify("sgemm_smem")["evidence"]["sgemm_smem"]["optimized"]["outputs"]
+    assert outs == {k: {"sha256": hashlib.sha256(t.encode()).hexdigest()} for k, t in texts.items()}

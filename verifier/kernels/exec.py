@@ -970,8 +970,8 @@ class CTA:
                     for f in blk:
                         f(regs)
                         i += 1
-                except _Fallback:
-                    pass
+                except _Fallback:    # the one instance would keep every traceback (and frame) it passed through
+                    _FB.__traceback__ = None
                 self.steps += i
                 if self.steps > MAX_STEPS:
                     raise CheckError(f"{self.k.name}: more than {MAX_STEPS} steps")
