@@ -15,3 +15,4 @@ import Confluence.TruePositives
 import Confluence.Homomorphism
 import Confluence.Counted
 import Composition.Template
+import Composition.Booleans

@@ -5,7 +5,7 @@ approx(spec)"; each listed rewrite (``RULES``) of the exact spec is applied here
 from collections import Counter
 from typing import Any
 
-from . import ops_grad, ops_train  # noqa: F401 (its operator families: FAMILIES)
+from . import ops_grad, ops_train, symint  # noqa: F401 (its operator families: FAMILIES)
 from .chain import replay_refinement
 from .errors import Malformed, fail_if
 from .graph import CORE, parse_graph
@@ -21,11 +21,11 @@ def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) 
     """Replay a ``training-refinement`` claim: its approximations applied to the spec first."""
     assumed = claim.get("approximations", [])
     if not assumed:
-        return replay_refinement(claim, evidence, arts, where, limits, FAMILIES)
+        return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, check=symint.check)
     value, awhere = graph_value(arts, claim.get("spec"), where)
     spec = parse_graph(apply(value, assumed, f"{where}: approximations"), awhere, limits)
     return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, spec,
-                             f" (assuming {describe(assumed)})")
+                             f" (assuming {describe(assumed)})", symint.check)
 
 
 def describe(approximations: list[dict]) -> str:

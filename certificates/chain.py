@@ -44,8 +44,8 @@ class Chain:
     """Decides local obligations, once per canonical key; a failed one is retried under each other order of
     its hypotheses (``obligations.decide``; docs/refinement.md, "Local obligations")."""
 
-    def __init__(self, spec: Graph, impl: Graph, limits: Limits) -> None:
-        self.spec, self.impl, self.limits = spec, impl, limits
+    def __init__(self, spec: Graph, impl: Graph, limits: Limits, check=check) -> None:
+        self.spec, self.impl, self.limits, self.check = spec, impl, limits, check   # check: refinement's or symint's
         self.ranges = {**integer_ranges(impl), **reachable_ranges(impl, limits)}   # the tighter where both
         self.cache: dict[str, list[Outcome]] = {}
         self.reused = 0
@@ -65,7 +65,7 @@ class Chain:
             self.reused += 1  # the same statement modulo renaming, under this step's names
             pairs = [(s, str(e)) for s, es in rout.items() for e in es]
             return [Outcome(s, e, c.elements, dict(c.methods)) for (s, e), c in zip(pairs, cached)]
-        out = check(ls, li, rin, rout, self.limits, strict=False)
+        out = self.check(ls, li, rin, rout, self.limits, strict=False)
         self.cache[k] = out
         return out
 
@@ -73,9 +73,9 @@ class Chain:
 # ---------------------------------------------------------------- replay of refinement claims
 
 def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits, families: tuple[str, ...],
-                      spec: Graph | None = None, under: str = "") -> str:
-    """Replay a refinement claim whose operators are all of ``families``; ``spec``: the spec graph already rewritten
-    by the claim's approximations (``approx.replay``), which are refused here otherwise."""
+                      spec: Graph | None = None, under: str = "", check=check) -> str:
+    """Replay a refinement claim whose operators are all of ``families``, deciding obligations by ``check``;
+    ``spec``: the spec graph rewritten by the claim's approximations (``approx.replay``), refused otherwise."""
     if spec is None:
         fail_if(claim.get("approximations"), Rejected, "approximations are not allowed in this claim")
         spec = graph_artifact(arts, claim.get("spec"), where, limits)
@@ -92,7 +92,7 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
     if method == "whole-graph":
         detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)
     elif method == "per-operator":
-        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits)
+        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits, check)
     else:
         raise Rejected(f"evidence method {method!r} is not known to this checker")
     return f"{spec.name} refined by {impl.name}{under}: {detail}"
@@ -116,7 +116,7 @@ def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str
     return f"{len(outcomes)} equations, {summary(outcomes)}"
 
 
-def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits) -> str:
+def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits, check=check) -> str:
     """Check the chain: order, completeness, every local obligation, then the expectation."""
     found = refinement.parse_relation(field(evidence, "relation", dict, where), spec, impl,
                                       f"{where}: evidence relation", False, limits)
@@ -130,7 +130,7 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
         missing = sorted(set(by_name) - set(steps))
         raise Rejected(f"steps do not list every spec operator exactly once"
                        f"{': missing ' + repr(missing[0]) if missing else ''}")
-    known, prover, outcomes = set(spec.inputs), Chain(spec, impl, limits), []
+    known, prover, outcomes = set(spec.inputs), Chain(spec, impl, limits, check), []
     for name in steps:
         node = by_name[name]
         for t in node.inputs:

@@ -211,18 +211,18 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
         yield point, concrete(spec, spec_env, point), concrete(impl, impl_env, point)
 
 
-def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation,
-          limits: Limits = DEFAULT, strict: bool = True) -> list[Outcome]:
-    """Decide ``inputs => outputs`` for all impl input values (symbolically)."""
+def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT,
+          strict: bool = True, run=evaluate, assignments=integer_assignments) -> list[Outcome]:
+    """Decide ``inputs => outputs`` for all impl input values (symbolically; ``run``, ``assignments``: symint.py)."""
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
     shown_defined = False
-    for point, s_env, i_env in integer_assignments(spec, impl, spec_env, impl_env, limits):
+    for point, s_env, i_env in assignments(spec, impl, spec_env, impl_env, limits):
         with side_conditions() as s_side:
-            s_vals = evaluate(spec, s_env, True, limits)
+            s_vals = run(spec, s_env, True, limits)
         try:
             with side_conditions() as i_side:
-                i_vals = evaluate(impl, i_env, True, limits)
+                i_vals = run(impl, i_env, True, limits)
         except Unsupported as e:
             if not point:
                 raise

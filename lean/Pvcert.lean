@@ -1,4 +1,4 @@
--- Lean 4 port (core Lean only) of the pvcert Agda development: parts (b), (c) and the template wiring (d).
+-- Lean 4 port (core Lean only) of the pvcert Agda development: parts (b), (c), the template wiring (d) and booleans as 0/1 variables.
 import Pvcert.Vec
 import Pvcert.ShapeReduction.SIMD
 import Pvcert.ShapeReduction.Reduction
@@ -6,3 +6,4 @@ import Pvcert.ShapeReduction.MapAxis
 import Pvcert.Composition.Clean
 import Pvcert.Composition.Chain
 import Pvcert.Composition.Template
+import Pvcert.Composition.Booleans

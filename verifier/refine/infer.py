@@ -252,10 +252,11 @@ def no_cycle_collection():
 
 def infer(case: Case, seed: int = 0, limits: Limits | None = None,
           progress: Callable[[int, int, str], None] | None = None,
-          chain: Callable[[Graph, Graph, Limits], Chain] = Chain) -> Inference:
+          chain: Callable[[Graph, Graph, Limits], Chain] = Chain, check: Callable | None = None) -> Inference:
     """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step.
 
-    ``chain`` makes the prover of the steps (``verifier.stages.run`` defers the proofs).
+    ``chain`` makes the prover of the steps (``verifier.stages.run`` defers the proofs); ``check`` decides its
+    obligations (default ``refinement.check``; ``symint.check`` for refinement claims, as their replay does).
     """
     at: list[str] = []   # the spec operator being related, for a LIMIT message
 
@@ -265,7 +266,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             progress(done, total, name)
     with no_cycle_collection():
         try:
-            return _infer(case, seed, limits, step, chain)
+            return _infer(case, seed, limits, step, chain, check)
         except LimitExceeded as e:
             if not at:
                 raise
@@ -278,7 +279,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
 
 
 def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int, int, str], None],
-           chain: Callable[[Graph, Graph, Limits], Chain]) -> Inference:
+           chain: Callable[[Graph, Graph, Limits], Chain], check: Callable | None) -> Inference:
     limits = limits or Limits()
     start = time.monotonic()
     r = direct.prepare(case, limits)
@@ -290,7 +291,8 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
     except direct.ImplFailed as e:
         inf.failure = Failure(None, str(e), {}, {})
         return inf
-    index, region, prover = Index(r.impl, i_vals, _groups(r.impl, r.inputs)), Region(r.impl), chain(r.spec, r.impl, limits)
+    prover = chain(r.spec, r.impl, limits, **({"check": check} if check else {}))
+    index, region = Index(r.impl, i_vals, _groups(r.impl, r.inputs)), Region(r.impl)
     places = [t for n in r.impl.nodes for t in n.outputs]
     texts = Terms({t: i for i, t in enumerate(r.impl.inputs + places)})
     # Obligations equal up to renaming to one that held are reused without the chain's JSON key;

@@ -22,6 +22,7 @@ class _Recount(Chain):
 
     def __init__(self, known: Chain) -> None:   # the ranges are the known chain's (not recomputed)
         self.spec, self.impl, self.limits, self.ranges = known.spec, known.impl, known.limits, known.ranges
+        self.check = known.check
         self.cache, self.reused, self.known = {}, 0, known.cache
 
     def _decide(self, ls: Graph, li: Graph, rin: Relation, rout: Relation) -> list[Outcome]:
