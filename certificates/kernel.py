@@ -338,12 +338,30 @@ class Dot(Rat):
         return " + ".join(parts) or "0"
 
 
-RATS = (Rat, Dot)
+class Var(Rat):
+    """An input element, as ``Rat.var`` builds it, with the index of its atom in ``NAMES`` (for ``fma``)."""
+
+    __slots__ = ("ix",)
+
+
+def var(name: str) -> Var:
+    v = Var.__new__(Var)
+    v.n, v.d = Poly.atom(name), ONE_P
+    v.ix = index(((name, 1),))
+    return v
+
+
+RATS = (Rat, Dot, Var)
 
 
 def fma(a: Rat, b: Rat, c: Rat) -> Rat:
     """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product):
     a ``Dot`` for atoms ``a``, ``b`` (integer coefficients) and a long ``c``."""
+    if type(a) is Var and type(b) is Var and type(c) is Dot and c.up[2] is None and len(c.up[1]) == c.k:
+        c.up[1].append(a.ix << 32 | b.ix)    # the commonest case of the path below
+        r = Dot.__new__(Dot)
+        r.up, r.k, r._n, r.d = c.up, c.k + 1, None, ONE_P
+        return r
     ta, tb = a.n._t, b.n._t      # None: a lazy sum, longer than one term
     if a.d is b.d is c.d is ONE_P and ta and tb and len(ta) == 1 == len(tb):
         ((m1, e1), c1), ((m2, e2), c2) = *ta.items(), *tb.items()
@@ -468,7 +486,7 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
                     or a.alloc[3] != "global" or (a + off) % 4 or not a.alloc[1] <= a + off <= a.alloc[2] - 4:
                 return False
             i = a + off
-            regs[dst] = inits.get(i) or inits.setdefault(i, Rat.var(f"{a.alloc[0]}[{(i - a.alloc[1]) // 4}]"))
+            regs[dst] = inits.get(i) or inits.setdefault(i, var(f"{a.alloc[0]}[{(i - a.alloc[1]) // 4}]"))
             return True
         return load
     mode, n, cmp = p[1] if len(p) == 3 else "lo", bits(ty), op == "setp"
@@ -1082,7 +1100,7 @@ class Replay:
         if addr in self.gmem:
             return self.gmem[addr]
         if addr not in self.inits:
-            v = Rat.var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
+            v = var(f"{name}@init[{i}]" if role == "output" else f"{name}[{i}]")
             self.inits[addr] = Word(v, 32) if name in self.ints else v
         return self.inits[addr]
 

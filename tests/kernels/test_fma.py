@@ -5,7 +5,7 @@ array form (``Dot``) prints, converts and compares (``canon``, ``dot_equal``) as
 
 import random
 
-from certificates.kernel import Dot, canon, dot_equal, fma
+from certificates.kernel import Dot, Var, canon, dot_equal, fma, var
 from certificates.poly import LAZY_LONG, Rat, apply
 from verifier.kernels.equiv import compare
 
@@ -48,7 +48,7 @@ def test_fma_dot_product_matches_text():
 def _one(rng: random.Random, ints: bool) -> Rat:
     """A one-term value: mostly an atom times an integer (the array form), else what falls back (``ints``:
     small integer coefficients, where ``canon`` is complete, else beyond ``WMAX`` and fractions too)."""
-    v = Rat.var(f"x{rng.randrange(12)}")
+    v = (var if rng.randrange(2) else Rat.var)(f"x{rng.randrange(12)}")   # an input element, or built
     kind = rng.randrange(10)
     return v * rng.choice([2, -1, -3] + ([] if ints else [1 << 30, (1 << 30) + 1, 0.5])) if kind < 2 else \
         (apply("exp", v) if kind == 2 else v * v if kind == 3 and not ints else v)
@@ -103,6 +103,19 @@ def test_dot_is_multiply_then_add():
                 assert dot_equal(x, y) and dot_equal(y, x) and x.equals(y)
             assert _same(x, y), (x, y)
     assert dots > 45
+
+
+def test_input_elements_take_the_short_path():
+    """``fma`` of two input elements (``Var``) onto a ``Dot`` at the end of its arrays appends in place."""
+    xs = [var(f"A[{k}]") for k in range(40)]
+    acc = Rat.of(0)
+    for k in range(39):
+        acc = fma(xs[k], xs[k + 1], acc)
+    assert type(xs[0]) is Var and type(acc) is Dot and acc.k == 39 - LAZY_LONG and len(acc.up[1]) == acc.k
+    other = fma(xs[0], xs[0], fma(xs[3], xs[1], acc))   # in place, then a branch from acc: copied
+    mine = fma(xs[5], xs[5], acc)
+    assert mine.up[1] is not other.up[1] and list(mine.up[1][:-1]) == list(acc.up[1][:acc.k])
+    assert str(mine) == str(acc + xs[5] * xs[5]) and str(other) == str(acc + xs[3] * xs[1] + xs[0] ** 2)
 
 
 def test_dot_pairs_squares_and_cancellation():

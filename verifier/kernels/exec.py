@@ -41,7 +41,7 @@ from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
 from certificates.kernel import (BARRIERS, INTS, IROUND, RATS, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith,
-                                 mul24, no_gc, null_test, ring)
+                                 mul24, no_gc, null_test, ring, var)
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -563,7 +563,7 @@ class CTA:
                 return self.gmem[addr][0]
             v = self.inits.get(addr)
             if v is None:
-                v = Rat.var(f"{t.name}@init[{i}]" if t.role == "output" else f"{t.name}[{i}]")
+                v = var(f"{t.name}@init[{i}]" if t.role == "output" else f"{t.name}[{i}]")
                 v = self.inits[addr] = Word(v, 32) if t.dtype == "s32" else v
                 if t.role == "input" and t.dtype == "f32":
                     self.f32in[addr] = v
