@@ -26,6 +26,7 @@ from verifier.bench import Harness  # noqa: E402
 def workload(make, *args):
     def run() -> dict:
         from certificates import symint
+        from certificates.precise import PRECISE
         from certificates.replay import replay
         from verifier import certificate
         from verifier.capture.case import capture_case
@@ -34,7 +35,7 @@ def workload(make, *args):
         t0 = time.perf_counter()
         case = capture_case(make(*args))
         t1 = time.perf_counter()
-        inf = infer(case, check=symint.check)   # as pvcert verify: booleans as 0/1 variables first
+        inf = infer(case, check=symint.check, precise=PRECISE)   # as pvcert verify and its replay
         t2 = time.perf_counter()
         note = f"capture {t1 - t0:.1f} s"
         if inf.verified:

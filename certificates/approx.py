@@ -10,6 +10,7 @@ from .chain import replay_refinement
 from .errors import Malformed, fail_if
 from .graph import CORE, parse_graph
 from .limits import Limits
+from .precise import PRECISE
 from .obligations import graph_value
 
 FWD, BWD = "aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"
@@ -21,11 +22,11 @@ def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) 
     """Replay a ``training-refinement`` claim: its approximations applied to the spec first."""
     assumed = claim.get("approximations", [])
     if not assumed:
-        return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, check=symint.check)
+        return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, check=symint.check, precise=PRECISE)
     value, awhere = graph_value(arts, claim.get("spec"), where)
     spec = parse_graph(apply(value, assumed, f"{where}: approximations"), awhere, limits)
     return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, spec,
-                             f" (assuming {describe(assumed)})", symint.check)
+                             f" (assuming {describe(assumed)})", symint.check, PRECISE)
 
 
 def describe(approximations: list[dict]) -> str:

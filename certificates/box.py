@@ -11,14 +11,15 @@ from .poly import NUMERIC, Q, Rat, apply
 
 INCREASING = ("exp", "log", "sqrt")
 SMOOTH = ("tanh", "sigmoid", "gelu", "gelu_tanh", "gelu_grad", "gelu_tanh_grad", "sin", "cos")
-MARGIN = Q(1, 2**30)
-_ON = [False]
+MARGIN, PRECISE_MARGIN = Q(1, 2**30), Q(1, 2**120)   # around float values (poly.NUMERIC), precise ones
+_ON: list = [False]   # open: True, or the precise values to use (certificates/precise.py)
 
 
 @contextmanager
-def boxes() -> Iterator[None]:
-    """While open, ``call`` evaluates functions on ``Box`` values (the regular path: ``poly.apply``)."""
-    saved, _ON[0] = _ON[0], True
+def boxes(precise: dict | None = None) -> Iterator[None]:
+    """While open, ``call`` evaluates functions on ``Box`` values (the regular path: ``poly.apply``), by ``precise``
+    where it has the function, with interval ends of 200 bits instead of 60."""
+    saved, _ON[0] = _ON[0], precise or True
     try:
         yield
     finally:
@@ -26,8 +27,8 @@ def boxes() -> Iterator[None]:
 
 
 def _outward(q, rounding):
-    """``q`` rounded (``math.floor`` or ``math.ceil``) to about 60 significant bits: interval ends stay short."""
-    scale = Q(2) ** (60 - q.numerator.bit_length() + q.denominator.bit_length())
+    """``q`` rounded (``math.floor`` or ``math.ceil``) to about 60 (precise: 200) significant bits: ends stay short."""
+    scale = Q(2) ** ((200 if isinstance(_ON[0], dict) else 60) - q.numerator.bit_length() + q.denominator.bit_length())
     return Q(rounding(q * scale)) / scale
 
 
@@ -106,10 +107,12 @@ def call(fn: str, *args):
         return Box(c)
     w = 0 if fn in INCREASING else x.hi - x.lo
     at = (x.lo, x.hi) if fn in INCREASING else ((x.lo + x.hi) / 2,) * 2
-    lo, hi = (Q(NUMERIC[fn](float(a))) for a in at)
+    num = _ON[0].get(fn) if isinstance(_ON[0], dict) else None
+    m = PRECISE_MARGIN if num else MARGIN
+    lo, hi = (num(a) if num else Q(NUMERIC[fn](float(a))) for a in at)
     if fn == "exp" and lo > Q(1, 2**1000):   # a normal value: libm's error is relative (far below 2^-30)
-        return Box(lo * (1 - MARGIN), hi * (1 + MARGIN))
-    low = lo - w - MARGIN * (1 + abs(lo))
+        return Box(lo * (1 - m), hi * (1 + m))
+    low = lo - w - m * (1 + abs(lo))
     if fn == "exp":   # underflowing, here x < -693: e^x > 4^x >= 4^floor(x) > 0
         low = max(low, Q(1, 4 ** -math.floor(x.lo)))
-    return Box(low, hi + w + MARGIN * (1 + abs(hi)))
+    return Box(low, hi + w + m * (1 + abs(hi)))

@@ -73,9 +73,9 @@ class Chain:
 # ---------------------------------------------------------------- replay of refinement claims
 
 def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits, families: tuple[str, ...],
-                      spec: Graph | None = None, under: str = "", check=check) -> str:
-    """Replay a refinement claim whose operators are all of ``families``, deciding obligations by ``check``;
-    ``spec``: the spec graph rewritten by the claim's approximations (``approx.replay``), refused otherwise."""
+                      spec: Graph | None = None, under: str = "", check=check, precise=None) -> str:
+    """Replay a refinement claim whose operators are all of ``families``, deciding obligations by ``check`` (the
+    spec's definedness with ``precise`` values); ``spec``: rewritten by the claim's approximations (``approx``)."""
     if spec is None:
         fail_if(claim.get("approximations"), Rejected, "approximations are not allowed in this claim")
         spec = graph_artifact(arts, claim.get("spec"), where, limits)
@@ -92,7 +92,7 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
     if method == "whole-graph":
         detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)
     elif method == "per-operator":
-        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits, check)
+        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits, check, precise)
     else:
         raise Rejected(f"evidence method {method!r} is not known to this checker")
     return f"{spec.name} refined by {impl.name}{under}: {detail}"
@@ -116,7 +116,8 @@ def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str
     return f"{len(outcomes)} equations, {summary(outcomes)}"
 
 
-def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits, check=check) -> str:
+def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str, limits: Limits, check=check,
+                  precise=None) -> str:
     """Check the chain: order, completeness, every local obligation, then the expectation."""
     found = refinement.parse_relation(field(evidence, "relation", dict, where), spec, impl,
                                       f"{where}: evidence relation", False, limits)
@@ -148,7 +149,7 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
         fail_if(not o.holds, Rejected, f"expectation not met: {o.failure}")
         outcomes.append(o)
     # each step assumed its operator's conditions: all at once
-    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
+    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits, precise=precise)):
         raise Rejected(why)
     return (f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), "
             f"{summary(outcomes)}")

@@ -16,7 +16,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable, Iterator
 
-from .errors import LimitExceeded, Unsupported
+from .errors import LimitExceeded, Unsupported, fail_if
 
 try:  # exact rationals in C, an order of magnitude faster; same values as Fraction
     from gmpy2 import mpq as Q
@@ -365,11 +365,9 @@ class Rat:
         return NotImplemented if _is_array(o) else Rat.of(o) / self
 
     def __pow__(self, k: int) -> "Rat":
-        if int(k) != k:
-            raise Unsupported(f"non-integer power {k}")
+        fail_if(int(k) != k, Unsupported, f"non-integer power {k}")
         k = int(k)
-        if abs(k) > MAX_EXPONENT:
-            raise LimitExceeded(f"power {k} of a symbolic value exceeds the bound {MAX_EXPONENT}")
+        fail_if(abs(k) > MAX_EXPONENT, LimitExceeded, f"power {k} of a symbolic value exceeds the bound {MAX_EXPONENT}")
         return math.prod([self if k >= 0 else Rat.of(1) / self] * abs(k), start=Rat.of(1))
 
     def equals(self, o: "Rat") -> bool:

@@ -251,7 +251,7 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
     return list(outcomes.values())
 
 
-def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16) -> str | None:
+def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16, precise: dict | None = None) -> str | None:
     """Why the spec is not shown defined at some input (None: it is at a random rational input, with
     every partial operation decided exactly or on an enclosing interval, certificates/box.py)."""
     rng = random.Random(0)
@@ -268,7 +268,7 @@ def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16) -> str 
                 vals = [Box(Q(rng.randint(math.ceil(64 * lo), math.floor(64 * hi)), 64)) for _ in range(size)]
                 env[n] = np.array(vals, dtype=object).reshape(t.shape)
         try:
-            with boxes():
+            with boxes(precise):
                 evaluate(spec, env, True, limits)
             return None
         except (Unsupported, ArithmeticError, ValueError):

@@ -1,8 +1,10 @@
 """The ``refinement`` kind's entry: refinement over the core, backward and ATen operator families
-(``ops``, ``ops_grad``, ``ops_aten``), booleans decided as 0/1 variables first (``symint.py``); training
-operators and approximations are ``training-refinement``'s."""
+(``ops``, ``ops_grad``, ``ops_aten``), booleans decided as 0/1 variables first (``symint.py``), the spec's
+definedness witness with precise values (``precise.py``); training operators and approximations are
+``training-refinement``'s."""
 
 from . import ops_aten, ops_grad, symint  # noqa: F401 (its operator families: FAMILIES)
+from .precise import PRECISE
 from .chain import replay_refinement
 from .graph import CORE
 from .limits import Limits
@@ -11,4 +13,4 @@ FAMILIES = CORE + ("ops_aten",)
 
 
 def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, check=symint.check)
+    return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, check=symint.check, precise=PRECISE)

@@ -160,8 +160,7 @@ class Run:
     def do_params(self, r: tuple, f: dict, env: dict, regs: dict) -> None:
         mine = self.own.setdefault(r[:2], {})
         for lay in range(max(0, f["from"](env)), min(self.dims["L"], f["to"](env))):
-            if lay in mine:
-                raise Fault(f"layer {lay} of replica {r[0]} shard {r[1]} held twice")
+            fail_if(lay in mine, Fault, f"layer {lay} of replica {r[0]} shard {r[1]} held twice")
             mine[lay] = r[2]
 
     def do_input(self, r: tuple, f: dict, env: dict, regs: dict) -> None:
@@ -394,8 +393,7 @@ def check_schedule(claim: dict, dims: dict, where: str, limits) -> Run:
     run = Run(dims, tp_group, progs, limits)
     run.go()
     for d, t, lay in itertools.product(range(dims["dp"]), range(dims["tp"]), range(dims["L"])):
-        if (d, t, lay) not in run.updated:
-            raise Rejected(f"layer {lay} of replica {d} shard {t} is never updated")
+        fail_if((d, t, lay) not in run.updated, Rejected, f"layer {lay} of replica {d} shard {t} is never updated")
     fail_if(not run.metrics, Rejected, "no rank outputs the loss metric")
     return run
 

@@ -195,12 +195,13 @@ def _verify_whole_graph(case, args: argparse.Namespace, limits: Limits) -> int:
 
 def _verify_per_operator(case, args: argparse.Namespace, limits: Limits) -> int:
     from certificates import symint
+    from certificates.precise import PRECISE
 
     from . import certificate
     from .refine import infer, report
 
     with args.progress.phase("inference") as p:
-        inf = infer(case, seed=args.seed, limits=limits, progress=p.update, check=symint.check)
+        inf = infer(case, seed=args.seed, limits=limits, progress=p.update, check=symint.check, precise=PRECISE)
     r, args.inference = inf.prepared, inf   # --report-html reads the inference (_html_report)
     args.record.timing["infer_s"] = inf.seconds
     print(f"{case.name}: spec '{r.spec.name}' ({len(r.spec.nodes)} ops), impl '{r.impl.name}' "

@@ -252,11 +252,13 @@ def no_cycle_collection():
 
 def infer(case: Case, seed: int = 0, limits: Limits | None = None,
           progress: Callable[[int, int, str], None] | None = None,
-          chain: Callable[[Graph, Graph, Limits], Chain] = Chain, check: Callable | None = None) -> Inference:
+          chain: Callable[[Graph, Graph, Limits], Chain] = Chain, check: Callable | None = None,
+          precise: dict | None = None) -> Inference:
     """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step.
 
     ``chain`` makes the prover of the steps (``verifier.stages.run`` defers the proofs); ``check`` decides its
-    obligations (default ``refinement.check``; ``symint.check`` for refinement claims, as their replay does).
+    obligations (default ``refinement.check``; ``symint.check`` for refinement claims, as their replay does) and
+    ``precise`` gives the spec's definedness witness its values (``certificates.precise.PRECISE``, as replay).
     """
     at: list[str] = []   # the spec operator being related, for a LIMIT message
 
@@ -266,7 +268,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             progress(done, total, name)
     with no_cycle_collection():
         try:
-            return _infer(case, seed, limits, step, chain, check)
+            return _infer(case, seed, limits, step, chain, check, precise)
         except LimitExceeded as e:
             if not at:
                 raise
@@ -279,7 +281,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
 
 
 def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int, int, str], None],
-           chain: Callable[[Graph, Graph, Limits], Chain], check: Callable | None) -> Inference:
+           chain: Callable[[Graph, Graph, Limits], Chain], check: Callable | None, precise: dict | None) -> Inference:
     limits = limits or Limits()
     start = time.monotonic()
     r = direct.prepare(case, limits)
@@ -392,7 +394,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                 break
             inf.outcomes.append(out)
     if inf.failure is None and any(o.assumed for o in inf.outcomes):  # as the checker's replay
-        why = spec_defined(r.spec, limits)
+        why = spec_defined(r.spec, limits, precise=precise)
         if why:
             inf.failure = Failure(None, why, {}, {})
     inf.obligations, inf.reused = len(prover.cache), prover.reused
