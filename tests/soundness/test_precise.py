@@ -74,3 +74,16 @@ def test_a_deep_spec_is_shown_defined_with_precise_values_only():
 
 def test_an_undefined_spec_is_still_not_shown_defined():
     assert spec_defined(_deep(2, log_of_negative=True), precise=PRECISE) is not None
+
+
+def test_gpt_of_8_blocks_verifies_and_replays(tmp_path):
+    """The regression this fixed: examples/cases/gpt_tp_sp.py at 8 blocks was UNKNOWN, 'not shown defined'."""
+    pytest.importorskip("torch")
+    from certificates.replay import replay
+    from conftest import ROOT, run_pvcert
+
+    (tmp_path / "gpt8.py").write_text("from examples.cases import gpt_tp_sp\nCASE = gpt_tp_sp.make_case(8, 2)\n")
+    cert = tmp_path / "c.json"
+    r = run_pvcert("verify", str(tmp_path / "gpt8.py"), "--emit-cert", str(cert), cwd=ROOT)
+    assert r.returncode == 0 and "VERIFIED gpt_8l_tp2_sp" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    assert all(x.ok for x in replay(str(cert)))
