@@ -15,28 +15,31 @@ from .refinement import Outcome, Relation, check
 
 def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
     """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone, over every
-    assignment of those (none past ``limits.max_assignments`` or if a run fails; docs/refinement.md)."""
+    assignment of those (none past ``limits.max_assignments`` or if a run fails; docs/refinement.md): each
+    tensor's over the inputs it depends on (``deps``) alone, the same hull in fewer runs."""
     ints = [t for t in g.inputs if g.tensors[t].is_int]
-    doms = [(range(*(g.tensors[t].range or (0, 2))), math.prod(g.tensors[t].shape)) for t in ints]
-    if not ints or math.prod(len(d) ** n for d, n in doms) > limits.max_assignments:
+    doms = {t: (range(*(g.tensors[t].range or (0, 2))), math.prod(g.tensors[t].shape)) for t in ints}
+    if not ints or math.prod(len(d) ** n for d, n in doms.values()) > limits.max_assignments:
         return {}
-    known, nodes = set(ints), []
+    deps, nodes, hull = {t: frozenset([t]) for t in ints}, [], {}
     for n in g.nodes:
-        if all(t is None or t in known for t in n.inputs) and all(g.tensors[t].is_int for t in n.outputs):
+        if all(t is None or t in deps for t in n.inputs) and all(g.tensors[t].is_int for t in n.outputs):
             nodes.append(n)
-            known.update(n.outputs)
-    sub, hull = subgraph(g, "integer nodes", nodes, [], ints), {}
-    for combo in itertools.product(*(itertools.product(d, repeat=n) for d, n in doms)):
-        env = {t: np.array(v, dtype=bool if g.tensors[t].dtype == "bool" else np.int64).reshape(g.tensors[t].shape)
-               for t, v in zip(ints, combo)}
-        try:
-            vals = evaluate(sub, env, False, limits)
-        except Unsupported:
-            return {}
-        for t, v in vals.items():
-            if v.size:
-                lo, hi = hull.get(t, (int(v.min()), int(v.max()) + 1))
-                hull[t] = (min(lo, int(v.min())), max(hi, int(v.max()) + 1))
+            deps.update(dict.fromkeys(n.outputs, frozenset().union(*(deps[t] for t in n.inputs if t))))
+    for key in set(deps.values()):
+        ins = [t for t in ints if t in key]
+        sub = subgraph(g, "integer nodes", [n for n in nodes if deps[n.outputs[0]] <= key], [], ins)
+        for combo in itertools.product(*(itertools.product(doms[t][0], repeat=doms[t][1]) for t in ins)):
+            env = {t: np.array(v, dtype=bool if g.tensors[t].dtype == "bool" else np.int64).reshape(g.tensors[t].shape)
+                   for t, v in zip(ins, combo)}
+            try:
+                vals = evaluate(sub, env, False, limits)
+            except Unsupported:
+                return {}
+            for t, v in vals.items():
+                if v.size and deps[t] == key:
+                    lo, hi = hull.get(t, (int(v.min()), int(v.max()) + 1))
+                    hull[t] = (min(lo, int(v.min())), max(hi, int(v.max()) + 1))
     return hull
 
 

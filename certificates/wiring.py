@@ -26,8 +26,7 @@ BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
 
 def formula(text, where: str) -> tuple[Fn, frozenset]:
     """Compile a formula (integers, names, + - * // %, parentheses) from its syntax tree (never run); its variables."""
-    if not isinstance(text, str) or len(text) > 200:
-        raise Malformed(where, f"formula {text!r} must be a string of at most 200 characters")
+    fail_if(not isinstance(text, str) or len(text) > 200, Malformed, where, f"formula {text!r}: not a string of <= 200")
     if max(itertools.accumulate((c == "(") - (c == ")") for c in text), default=0) > 32:
         raise Malformed(where, f"formula {text!r}: nested too deeply")
     src = " ".join(text.split())     # one line: the tree's positions index it
@@ -147,8 +146,7 @@ class Run:
         g, lay = self.group(self.tp_group, self.dims["tp"], env), f["layer"](env) if "layer" in f else None
         if g[r[1]] != r:
             raise Fault(f"TP group {[list(x) for x in g]} does not hold this rank at position t={r[1]}")
-        if lay is not None and self.own.get(r[:2], {}).get(lay) != r[2]:
-            raise Fault(f"layer {lay} is not held by this rank")
+        fail_if(lay is not None and self.own.get(r[:2], {}).get(lay) != r[2], Fault, f"layer {lay} is not held by this rank")
         if f["do"] != "opt" and (*r[:2], lay) in self.updated:     # R's blocks read the step's initial parameters
             raise Fault(f"{f['do']} of layer {lay} runs after its update (it would read the new parameters)")
         return g, lay
@@ -214,8 +212,7 @@ class Run:
     def do_opt(self, r: tuple, f: dict, env: dict, regs: dict) -> tuple:
         (g, lay), gr = self.block(r, f, env), self.get(f["grad"], env, regs)
         self.need(f"optimizer of layer {lay} shard {r[1]}", [gr], [("grad", lay, r[1], self.full, self.c)])
-        if (*r[:2], lay) in self.updated:
-            raise Fault(f"layer {lay} of replica {r[0]} shard {r[1]} updated twice")
+        fail_if((*r[:2], lay) in self.updated, Fault, f"layer {lay} of replica {r[0]} shard {r[1]} updated twice")
         self.updated.add((*r[:2], lay))
         return "block", g, ("sgd", lay), None
 
