@@ -14,13 +14,11 @@ from .refinement import Outcome, Relation, check
 
 
 def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
-    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone, over every
-    assignment of those (none past ``limits.max_assignments`` or if a run fails; docs/refinement.md): each
-    tensor's over the inputs it depends on (``deps``) alone, the same hull in fewer runs."""
+    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone (constants too), each
+    over every assignment of the inputs it depends on (``deps``): its hull over every joint one. None where those
+    have over ``limits.max_assignments`` values, none at all if a run fails (docs/refinement.md)."""
     ints = [t for t in g.inputs if g.tensors[t].is_int]
     doms = {t: (range(*(g.tensors[t].range or (0, 2))), math.prod(g.tensors[t].shape)) for t in ints}
-    if not ints or math.prod(len(d) ** n for d, n in doms.values()) > limits.max_assignments:
-        return {}
     deps, nodes, hull = {t: frozenset([t]) for t in ints}, [], {}
     for n in g.nodes:
         if all(t is None or t in deps for t in n.inputs) and all(g.tensors[t].is_int for t in n.outputs):
@@ -28,6 +26,8 @@ def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
             deps.update(dict.fromkeys(n.outputs, frozenset().union(*(deps[t] for t in n.inputs if t))))
     for key in set(deps.values()):
         ins = [t for t in ints if t in key]
+        if math.prod(len(doms[t][0]) ** doms[t][1] for t in ins) > limits.max_assignments:
+            continue
         sub = subgraph(g, "integer nodes", [n for n in nodes if deps[n.outputs[0]] <= key], [], ins)
         for combo in itertools.product(*(itertools.product(doms[t][0], repeat=doms[t][1]) for t in ins)):
             env = {t: np.array(v, dtype=bool if g.tensors[t].dtype == "bool" else np.int64).reshape(g.tensors[t].shape)
