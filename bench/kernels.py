@@ -6,7 +6,9 @@ decide every output element over the reals; for an equivalent pair, write its ce
 and replay it. Prints a table (pair, instructions, engine time, peak memory, verdict,
 expected, replay time) and writes bench/results/kernels.json (kernels-<DIR name>.json).
 ``--k 16,64,256`` runs the GEMM pairs (a scalar ``K`` and tensors ``A`` [M, K], ``B`` [K, N]) at each
-reduction length instead (same PTX; rows ``NAME@K=...``, bench/results/kernels-k.json).
+reduction length instead (same PTX; rows ``NAME@K=...``, bench/results/kernels-k.json); ``--threads 32,...,1024``
+the pairs with a dynamic-shared-memory side (``reduce_tree_blocksize``) at each number of threads per CTA
+(rows ``NAME@threads=...``, bench/results/kernels-threads.json).
 
 Peer figures (Volta, 24 cores): reductions 0.007 s, 64x64-tile SGEMM 500-570 s (K=4096),
 attention 80-170 s; a public reconstruction on this kind of machine (1 thread):
@@ -73,18 +75,24 @@ def main() -> int:
     p.add_argument("--corpus", help="folder with pairs.json (default examples/kernels)")
     p.add_argument("--k", type=lambda v: [int(x) for x in v.split(",")],
                    help="GEMM pairs at these reduction lengths K (comma-separated)")
+    p.add_argument("--threads", type=lambda v: [int(x) for x in v.split(",")],
+                   help="pairs with a dynamic-shared-memory side at these threads per CTA (comma-separated)")
     p.add_argument("--json")
     args = p.parse_args()
-    from verifier.kernels.equiv import CORPUS, at_k, load_pairs
+    from verifier.kernels.equiv import CORPUS, at_k, at_threads, load_pairs
 
     base = os.path.abspath(args.corpus) if args.corpus else str(CORPUS)
-    stem = f"kernels-{os.path.basename(base)}" if args.corpus else "kernels-k" if args.k else "kernels"
+    stem = f"kernels-{os.path.basename(base)}" if args.corpus else "kernels-k" if args.k else \
+        "kernels-threads" if args.threads else "kernels"
     args.json = args.json or os.path.join(ROOT, "bench", "results", f"{stem}.json")
     pairs = load_pairs(Path(base))
     names = args.names or sorted(n for n in pairs if not args.quick or "reduce" in n or "softmax" in n)
     if args.k:   # equivalent GEMM pairs only: a planted bug's verdict at another K is not recorded
         pairs = {q["name"]: q for n in names for k in args.k if pairs[n].get("expected", {}).get("verdict")
                  == "equivalent" and (q := at_k(pairs[n], k)) is not None}
+        names = list(pairs)
+    if args.threads:   # the same for threads per CTA (bench/kernels.py --threads 32,...,1024 reduce_tree_blocksize)
+        pairs = {q["name"]: q for n in names for t in args.threads if (q := at_threads(pairs[n], t)) is not None}
         names = list(pairs)
     h = Harness("pvcert kernels: CTA 0 symbolic execution, race/deadlock detection, equivalence over the reals")
     h.header()

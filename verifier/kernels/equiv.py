@@ -192,3 +192,21 @@ def at_k(pair: dict, k: int) -> dict | None:
             p["value"] = k
     out["name"] = f"{pair['name']}@K={k}"
     return out
+
+
+def at_threads(pair: dict, t: int) -> dict | None:
+    """``pair`` with ``t`` threads per CTA on its side with dynamic shared memory (one f32 each), the slice
+    length scalar ``n`` = ``t`` and ``x`` one slice per CTA, or None for a pair without those."""
+    ps = {p["name"]: p for p in pair["params"]}
+    sides = [s for s in ("reference", "optimized") if "shared_bytes" in pair[s]]
+    if not ({"x", "n"} <= ps.keys() and ps["n"]["role"] == "scalar" and len(sides) == 1):
+        return None
+    out = json.loads(json.dumps(pair))
+    out[sides[0]].update(block=[t, 1, 1], shared_bytes=4 * t)
+    for p in out["params"]:
+        if p["name"] == "x":
+            p["shape"] = [out[sides[0]]["grid"][0] * t]
+        elif p["name"] == "n":
+            p["value"] = t
+    out["name"] = f"{pair['name']}@threads={t}"
+    return out
