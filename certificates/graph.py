@@ -285,8 +285,9 @@ def require_families(families: tuple[str, ...], where: str, *graphs: Graph) -> N
     fail_if(bad, Unsupported, f"{where}: {', '.join(bad[:3])}: not an operator this kind of claim trusts {families}")
 
 
-def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limits = DEFAULT) -> dict[str, np.ndarray]:
-    """Run ``g`` on input values (symbolic or numeric); returns every tensor's value."""
+def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limits = DEFAULT,
+             step=None) -> dict[str, np.ndarray]:
+    """Run ``g`` on input values (symbolic or numeric; ``step``: a node's outputs, symint.py); returns them all."""
     vals = dict(env)
     for node in g.nodes:
         limits.tick()
@@ -294,8 +295,9 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limit
         while xs and xs[-1] is None:
             xs.pop()
         try:
-            outs = node.op.run(xs, node.full_attrs(symbolic))
-            outs = [fit(np.asarray(v), g.tensors[t].dtype, symbolic) for t, v in zip(node.outputs, outs)]
+            outs = step(g, node, xs, symbolic) if step else node.op.run(xs, node.full_attrs(symbolic))
+            outs = outs if step else [fit(np.asarray(v), g.tensors[t].dtype, symbolic) for t, v in
+                                      zip(node.outputs, outs)]
         except (ShapeError, ZeroDivisionError, DtypeError) as e:
             raise Unsupported(f"{g.name}: node '{node.name}' ({node.target}): {e}") from None
         for t, v in zip(node.outputs, outs):

@@ -58,8 +58,7 @@ def to_fraction(x):
     if isinstance(x, (bool, numbers.Integral, Fraction)) or getattr(getattr(x, "dtype", None), "kind", "f") in "biu":
         return Q(x if isinstance(x, Fraction) else int(x))   # numpy integers exactly, never through float
     f = float(x)
-    if not math.isfinite(f):
-        raise Unsupported(f"non-finite constant {f}")
+    fail_if(not math.isfinite(f), Unsupported, f"non-finite constant {f}")
     return Q(int(f)) if f == int(f) and abs(f) < 2**53 else Q(Fraction(repr(f)))
 
 
@@ -356,8 +355,7 @@ class Rat:
         if _is_array(o):
             return NotImplemented
         o = Rat.of(o)
-        if o.n.is_zero():
-            raise ZeroDivisionError("division by zero")
+        fail_if(o.n.is_zero(), ZeroDivisionError, "division by zero")
         _domain(o, "!=0", "division")
         return Rat(self.n.mul(o.d), self.d.mul(o.n))
 

@@ -59,13 +59,16 @@ def _sigmoid(x: D) -> D:
     return _C.divide(1, _C.add(1, _C.exp(-x)))
 
 
+def _tanh(x: D) -> D:
+    return _C.subtract(_C.multiply(2, _sigmoid(_C.multiply(2, x))), 1)
+
+
 def _tanh_gelu(x: D) -> D:
-    return _C.subtract(_C.multiply(2, _sigmoid(_C.multiply(2, _C.multiply(_K, x + D("0.044715") * x ** 3)))), 1)
+    return _tanh(_C.multiply(_K, x + D("0.044715") * x ** 3))
 
 
 _FNS = {
-    "exp": _C.exp, "log": _C.ln, "sqrt": _C.sqrt, "sigmoid": _sigmoid,
-    "tanh": lambda x: _C.subtract(_C.multiply(2, _sigmoid(_C.multiply(2, x))), 1),
+    "exp": _C.exp, "log": _C.ln, "sqrt": _C.sqrt, "sigmoid": _sigmoid, "tanh": _tanh,
     "gelu": lambda x: x * (1 + _erf(x / _C.sqrt(2))) / 2,
     "gelu_grad": lambda x: (1 + _erf(x / _C.sqrt(2))) / 2 + x * _C.exp(-x * x / 2) / _C.sqrt(2 * PI),
     "gelu_tanh": lambda x: x * (1 + _tanh_gelu(x)) / 2,

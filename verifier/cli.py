@@ -66,18 +66,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _reduce_first(case, limits: Limits) -> bool:
     """Whether the case is too large to decide element by element and a staged claim could hold it: no
     approximations, operators of the families staged claims trust (docs/architecture.md)."""
+    return not case.approximations and any(math.prod(t["shape"]) > limits.max_elements for g in (case.spec, case.impl)
+                                           for t in g["tensors"].values()) and not _untrusted_by_staged(case)
+
+
+def _untrusted_by_staged(case) -> str | None:
+    """Why a staged claim would refuse the case's operators (``certificates.graph.CORE``), if it would."""
     from certificates.graph import CORE, parse_graph, require_families
 
     from .ir import UNBOUNDED
 
-    if case.approximations or all(math.prod(t["shape"]) <= limits.max_elements
-                                  for g in (case.spec, case.impl) for t in g["tensors"].values()):
-        return False
     try:
-        require_families(CORE, case.name, *(parse_graph(g, case.name, UNBOUNDED) for g in (case.spec, case.impl)))
-    except CheckError:
-        return False
-    return True
+        require_families(CORE, f"{case.name} (--staged)",
+                         *(parse_graph(g, case.name, UNBOUNDED) for g in (case.spec, case.impl)))
+    except CheckError as e:
+        return str(e)
+    return None
 
 
 def _load_saved(args: argparse.Namespace):
@@ -130,19 +134,14 @@ def _verify_template(args: argparse.Namespace) -> int:
 
 
 def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
-    from certificates.graph import CORE, parse_graph, require_families
-
-    from .ir import UNBOUNDED
     from .refine import report
     from .stages.certificate import staged_certificate
     from .stages.run import summary, verify_staged
 
-    try:   # what a staged claim's checker trusts (certificates/graph.py CORE)
-        require_families(CORE, f"{case.name} (--staged)",
-                         *(parse_graph(g, case.name, UNBOUNDED) for g in (case.spec, case.impl)))
-    except CheckError as e:
-        return _emit(args, Verdict(UNKNOWN, case.name, str(e), ["verify it without --staged: a refinement claim "
-                                                                 "trusts every operator family"]), 0.0)
+    why = _untrusted_by_staged(case)   # what a staged claim's checker trusts (certificates/graph.py CORE)
+    if why:
+        return _emit(args, Verdict(UNKNOWN, case.name, why, ["verify it without --staged: a refinement claim "
+                                                             "trusts the ATen and training operator families"]), 0.0)
     with args.progress.phase("staged") as p:
         res = verify_staged(case, jobs=args.jobs, executor=args.executor, reduce=not args.full_shapes,
                             limits=limits, seed=args.seed, progress=lambda phase, k, n: p.update(k, n, phase))
