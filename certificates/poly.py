@@ -245,20 +245,19 @@ class Poly:
         for (m, e), c in self._k or sorted(self.t.items()):   # not kept: a long form is printed once
             factors = [f"{name(v)}^{p}" if p != 1 else name(v) for v, p in m]
             if e:
-                factors.append(f"exp({Poly(dict(e)).text(name)})")
+                factors.append(f"exp({_expo_text(e, name)})")
             parts.append("*".join(factors if c == 1 and factors else [str(c)] + factors))
         return " + ".join(parts) or "0"
 
 
 ZERO_P, ONE_P = Poly(), Poly.const(1)
+_expo_text = lru_cache(maxsize=1 << 16)(lambda e, name: Poly(dict(e)).text(name))   # softmax outputs share exponents
 
 
 def _min_mono(monos: list[Mono]) -> Mono:
     """The largest monomial dividing all of ``monos``."""
     common = dict(monos[0])
     for m in monos[1:]:
-        if not common:
-            break
         md = dict(m)
         common = {v: min(p, md[v]) for v, p in common.items() if v in md}
     return tuple(sorted((v, p) for v, p in common.items() if p > 0))
@@ -279,7 +278,7 @@ def _neg_expo(e: tuple) -> tuple:
 class Rat:
     """A normalized ratio of polynomials; supports Python arithmetic with numbers."""
 
-    __slots__ = ("n", "d")
+    __slots__ = ("n", "d", "_s")
 
     def __init__(self, n: Poly, d: Poly = ONE_P) -> None:
         if d.is_zero():
@@ -379,8 +378,9 @@ class Rat:
     def value(self, env: Callable[[str], float | Fraction]):
         return self.n.value(env) / self.d.value(env)
 
-    def __str__(self) -> str:
-        return self.text(str)
+    def __str__(self) -> str:   # kept: a running max's arguments are named again at every step
+        self._s = getattr(self, "_s", None) or self.text(str)
+        return self._s
 
     def text(self, name: Callable[[str], str]) -> str:
         n = self.n.text(name)

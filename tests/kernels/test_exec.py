@@ -173,23 +173,14 @@ def test_shfl_lanes_at_different_instructions_do_not_meet():
         run(body, threads=32)
 
 
-def test_fast_max_matches_the_normal_form():
-    import random
-
-    from verifier.kernels.exec import fast_max
-
-    rng = random.Random(3)
-    pool = [Rat.var(f"m{i}") for i in range(5)] + [Rat.of(2), Rat.var("m0") * 2 - 1]
-    for _ in range(200):
-        args = [rng.choice(pool) for _ in range(rng.randint(1, 3))]
-        if rng.random() < 0.5:
-            args[0] = apply("max", *[rng.choice(pool) for _ in range(2)])
-        a, b = fast_max(*args), apply("max", *args)
-        assert str(a) == str(b) and a.equals(b)
+def test_running_max_flattens_to_one_atom():
+    """A running maximum (``max.f32`` in a loop) is one ``max`` atom over every value seen, named as
+    ``apply`` names the maximum of all of them at once (argument texts are cached on each ``Rat``)."""
     running = x(0)
     for i in range(1, 6):
-        running = fast_max(running, x(i))
+        running = apply("max", running, x(i))
     assert str(running) == str(apply("max", *[x(i) for i in range(6)]))
+    assert str(apply("max", running, x(2) * 2 - 1)) == str(apply("max", x(2) * 2 - 1, *[x(i) for i in range(6)]))
 
 
 def test_cached_input_load_keeps_the_bounds_of_its_address():

@@ -202,45 +202,6 @@ def float_of_bits(bits: int, width: int) -> Rat:
 FLOAT_TYPES = {"f16", "f32", "f64", "bf16"}
 
 
-_STR: dict[int, tuple] = {}
-
-
-def _str(y: Rat) -> str:
-    hit = _STR.get(id(y))
-    if hit is None or hit[0] is not y:
-        hit = _STR[id(y)] = (y, str(y))     # keeps y alive, so its id stays unique
-    return hit[1]
-
-
-def fast_max(*args) -> Rat:
-    """``apply("max", *args)`` with the text of each argument cached (a running maximum
-    over n values would otherwise print every earlier argument again: O(n^2) text).
-    Same flattening, ordering and atom name as ``certificates.poly.apply`` (tested)."""
-    flat: dict[str, Rat] = {}
-    for x in args:
-        x = Rat.of(x)
-        name = _single(x)
-        inner = ATOMS.get(name) if name else None
-        for y in (inner[1] if inner is not None and inner[0] == "max" else (x,)):
-            flat[_str(y)] = y
-    if len(flat) == 1:
-        return next(iter(flat.values()))
-    consts = [y.constant() for y in flat.values()]
-    if all(c is not None for c in consts):
-        return Rat.of(max(consts))
-    keys = sorted(flat)
-    name = f"max({', '.join(keys)})"
-    ATOMS.setdefault(name, ("max", tuple(flat[k] for k in keys)))
-    return Rat(Poly.atom(name))
-
-
-def _single(x: Rat):
-    if x.d.constant() != 1 or len(x.n.t) != 1:
-        return None
-    ((m, e), c), = x.n.t.items()
-    return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
-
-
 def _ranges(ids: list[int]) -> list[tuple[int, int]]:
     """Increasing ``ids`` as maximal runs ``(lo, hi)`` of consecutive numbers."""
     out: list[tuple[int, int]] = []
@@ -1214,9 +1175,9 @@ class CTA:
             else:
                 r = Rat.of(abs(c))
         elif op == "max":
-            r = fast_max(*f)
+            r = apply("max", *f)
         elif op == "min":
-            r = -fast_max(*[-x for x in f])
+            r = -apply("max", *[-x for x in f])
         elif op == "ex2":
             r = apply("exp", f[0] * LN2)
         elif op == "lg2":
