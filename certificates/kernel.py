@@ -905,6 +905,10 @@ class Replay:
         rounding of floats (``.rni .rzi .rmi .rpi``) exact on constants, refused on symbols;
         other float conversions the identity on reals; ``.sat`` to a float clamps to [0, 1]."""
         mode, sat = next((x for x in ins.parts[1:] if x in IROUND), None), "sat" in ins.parts
+        if dt == "f16x2":   # cvt.rn.f16x2.f32 d, a, b: d = {hi: a, lo: b} (Packed: low half first)
+            if ins.parts != ["cvt", "rn", "f16x2", "f32"]:
+                raise self.unsupported(ins, "cvt variant")
+            return self.put(o[0], th, Packed([self.fval(th, o[2], ins), self.fval(th, o[1], ins)]))
         if st not in FLOATS and dt not in FLOATS:
             a = self.val(th, o[1], ins, st)
             if mode is not None:

@@ -556,7 +556,7 @@ def _resolve(k: Kernel) -> None:
 
     for ins in k.instrs:
         lo, hi = ((1, 1) if "warp" in ins.parts else (0, 2)) if ins.op in ("bar", "barrier") else \
-            ARITY.get(ins.op, (0, len(ins.operands)))
+            (3, 3) if ins.op == "cvt" and "f16x2" in ins.parts else ARITY.get(ins.op, (0, len(ins.operands)))
         if not lo <= len(ins.operands) <= hi:
             raise Malformed(f"{k.file}:{ins.line}", f"`{ins.opcode}` takes {lo if lo == hi else f'{lo}-{hi}'} "
                             f"operands, got {len(ins.operands)} in `{ins.text}`")

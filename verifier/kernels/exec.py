@@ -1068,6 +1068,10 @@ class CTA:
         parts, ops = ins.parts, ins.operands
         dt, st = parts[-2], parts[-1]
         mode, sat = next((x for x in parts[1:] if x in IROUND), None), "sat" in parts
+        if dt == "f16x2":   # cvt.rn.f16x2.f32 d, a, b: d = {hi: a, lo: b}, each the identity on the reals
+            if parts != ["cvt", "rn", "f16x2", "f32"]:
+                raise self._unsupported(ins, "cvt variant")
+            return self.setreg(th, ops[0], Packed([self.fval(th, ops[2], ins), self.fval(th, ops[1], ins)]))
         if st not in FLOAT_TYPES and dt not in FLOAT_TYPES:
             a = self.val(th, ops[1], ins, st)
             if mode is not None:
