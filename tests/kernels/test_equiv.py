@@ -30,11 +30,12 @@ EQUIVALENT_FAST = [
     "stencil_pingpong",       # false alarm for loop-abstracting checkers
     "mirror_sum",             # false alarm for blockDim-agnostic checkers
     "permute_scatter",        # false alarm for value-insensitive checkers
+    "sgemm_agent_regtile",    # issue 17: an agent-style register-tiled SGEMM vs a 32x32-tile reference (~1.5 s)
 ]
 
 
-def test_corpus_has_36_pairs():   # 35, and reduce_tree_blocksize for the threads-per-CTA curve (issue 17)
-    assert len(PAIRS) == 36
+def test_corpus_has_50_pairs():   # 35, reduce_tree_blocksize for the threads-per-CTA curve and 14 more of issue 17
+    assert len(PAIRS) == 50
 
 
 @pytest.mark.parametrize("name", EQUIVALENT_FAST)
@@ -65,6 +66,14 @@ def test_missing_barrier_sgemm_is_racy():
     kinds = {r.race.first.write, r.race.second.write}
     assert kinds == {True, False}                  # next tile's store vs current tile's load
     assert "st.shared.f32" in r.message and "ld.shared.f32" in r.message
+
+
+def test_double_buffer_without_its_barrier_is_racy():
+    # issue 17: the tensor-core GEMM's register-staged double buffering without __syncthreads (about 2.5 s)
+    r = check_pair(PAIRS["bug_hgemm_tile_missing_sync"])
+    assert (r.verdict, r.kernel) == ("racy", "optimized"), str(r)
+    assert {r.race.first.write, r.race.second.write} == {True, False} and r.race.space == "shared"
+    assert "st.shared.v4" in r.message and "ldmatrix" in r.message
 
 
 def test_syncwarp_deadlock():
@@ -103,7 +112,12 @@ def test_witness_replays_through_the_normal_form():
 
 SLOW_EQUIVALENT = ["sgemm_naive_self", "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile",
                    "sgemm_2d_blocktile", "sgemm_vectorized", "sgemm_warptile", "sgemm_double_buffer",
-                   "conv2d_implicit_gemm", "hgemm_mma"]
+                   "conv2d_implicit_gemm", "hgemm_mma",
+                   # issue 17 (engine 4-17 s each at 2 cores): attention against itself, causal attention,
+                   # FlashAttention-2 on tensor cores, TileLang/CUTLASS-style tensor-core GEMM tiles
+                   "attention_naive_self", "flash_attn_causal_skip", "attn_causal_warp_row", "flash_attn_causal_inf",
+                   "flash_attn_causal_diag", "flash_attention2_mma", "hgemm_tile_32x32x32", "hgemm_tile_64x32x32",
+                   "hgemm_tile_64x64x32"]
 
 
 @pytest.mark.slow
@@ -116,7 +130,8 @@ def test_slow_equivalent(name):
 
 @pytest.mark.slow
 @SLOW
-@pytest.mark.parametrize("name", ["flash_attention", "flash_attention_wmma"])
+@pytest.mark.parametrize("name", ["flash_attention", "flash_attention_wmma",
+                                  "conv2d_implicit_gemm_mma"])   # 12,288 outputs: about 40 s
 def test_very_slow_attention_equivalent(name):
     # several minutes each (the decision of 1024 softmax-weighted sums dominates)
     r = check_pair(PAIRS[name])
@@ -125,7 +140,8 @@ def test_very_slow_attention_equivalent(name):
 
 @pytest.mark.slow
 @SLOW
-@pytest.mark.parametrize("name", ["bug_sgemm_2d_tile_offset", "bug_conv2d_bound_off_by_one"])
+@pytest.mark.parametrize("name", ["bug_sgemm_2d_tile_offset", "bug_conv2d_bound_off_by_one",
+                                  "bug_flash_attn_causal_skip_diag", "bug_flash_attention2_quad_max"])
 def test_slow_not_equivalent(name):
     r = check_pair(PAIRS[name])
     assert r.verdict == "not-equivalent", str(r)

@@ -115,7 +115,9 @@ __device__ __forceinline__ void hgemm_tile(const __half* __restrict__ A, const _
                     mma16816(acc[mi][ni], af[mi], bf[ni / 2][2 * (ni % 2)], bf[ni / 2][2 * (ni % 2) + 1]);
         }
         if (kt + 1 < KT) store(st ^ 1);
+#ifndef HGEMM_TILE_BUG_NO_SYNC   // defined only by bug_hgemm_tile_missing_sync.cu
         __syncthreads();
+#endif
     }
 
     const int g = lane / 4, c2 = 2 * (lane % 4);
