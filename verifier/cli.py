@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -14,7 +15,7 @@ import traceback
 from pathlib import Path
 
 from certificates import approx, cli as checker_cli
-from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, Malformed
+from certificates.errors import ACCEPT, LIMIT, MALFORMED, REJECT, CheckError, LimitExceeded, Malformed, Unsupported
 from certificates.limits import Limits
 
 from .output import Record
@@ -54,20 +55,64 @@ def cmd_verify(args: argparse.Namespace) -> int:
               f"(the certificate holds its source; the claim lists it)")
     if args.engine == "whole-graph":
         return _verify_whole_graph(case, args, limits)
-    if args.staged:
-        return _verify_staged(case, args, limits)
-    if _reduce_first(case, limits):
-        print(f"{case.name}: a tensor has more than {limits.max_elements} elements: verifying on the "
-              "shape-reduced graphs, as --staged does (docs/stages.md)")
-        return _verify_staged(case, args, limits)
-    return _verify_per_operator(case, args, limits)
+    try:
+        if args.staged:
+            return _verify_staged(case, args, limits)
+        if _reduce_first(case, limits):
+            print(f"{case.name}: a tensor has more than {limits.max_elements} elements: verifying on the "
+                  "shape-reduced graphs, as --staged does (docs/stages.md)")
+            return _verify_staged(case, args, limits)
+        return _verify_per_operator(case, args, limits)
+    except LimitExceeded as e:
+        if not _over(case, limits):
+            raise
+        return _full_size(case, args, limits, e)
+
+
+def _over(case, limits: Limits) -> bool:
+    """Whether a tensor of the case has more elements than can be decided element by element."""
+    return any(math.prod(t["shape"]) > limits.max_elements for g in (case.spec, case.impl)
+               for t in g["tensors"].values())
 
 
 def _reduce_first(case, limits: Limits) -> bool:
     """Whether the case is too large to decide element by element and a staged claim could hold it: no
     approximations, operators of the families staged claims trust (docs/architecture.md)."""
-    return not case.approximations and any(math.prod(t["shape"]) > limits.max_elements for g in (case.spec, case.impl)
-                                           for t in g["tensors"].values()) and not _untrusted_by_staged(case)
+    return not case.approximations and _over(case, limits) and not _untrusted_by_staged(case)
+
+
+FULL_ELEMENTS = 1 << 27   # the largest tensor run at full size (1 GiB of float64)
+
+
+def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExceeded) -> int:
+    """A case too large to decide: both graphs run at full size (verifier/fullsize.py). REFUTED with the
+    executed counterexample and the spec operator where the values first part, else the LIMIT stands."""
+    from . import direct, fullsize
+    from .refine import report
+
+    print(f"{case.name}: not decided ({limit}); running both graphs at full size for a counterexample")
+    big = dataclasses.replace(limits, max_elements=FULL_ELEMENTS)   # the same clock
+    t0 = time.monotonic()
+    try:
+        with args.progress.phase("full-size counterexample search"):
+            found = fullsize.search(direct.prepare(case, big), args.seed, big)
+    except (Unsupported, LimitExceeded) as e:
+        print(f"  the full-size run stopped: {e}")
+        raise limit from None
+    seconds = args.record.timing["search_s"] = time.monotonic() - t0
+    cx, n = found.counterexample, found.located
+    if cx is None:
+        print(f"  no counterexample at full size ({found.draws} draws, float magnitudes "
+              f"{', '.join(f'{x:g}' for x in direct.SCALES)}, {seconds:.1f} s)")
+        raise limit
+    lines = cx.lines()
+    if n is not None:
+        lines.insert(1, f"  located by value at full size: spec operator '{n.name}' ({report.where(n)}) is the first "
+                        "whose result no impl tensor carries (as a copy, a sum or mean over ranks, or a concatenation "
+                        "across ranks) while its inputs' are carried")
+    where = {"operator": n.name, "target": n.target, "by": "value"} if n is not None else None
+    return _emit(args, Verdict(REFUTED, case.name, f"'{cx.output}' differs at full size (too large to prove: "
+                               "the LIMIT above)", evidence=lines), seconds, cx, where)
 
 
 def _untrusted_by_staged(case) -> str | None:
@@ -244,15 +289,15 @@ def _not_proved(r, name: str, tried: str, args: argparse.Namespace, limits: Limi
                                unknown_help(r.spec.outputs, set(r.expect), "--engine whole-graph")), seconds)
 
 
-def _emit(args: argparse.Namespace, v: Verdict, seconds: float, cx=None) -> int:
+def _emit(args: argparse.Namespace, v: Verdict, seconds: float, cx=None, where: dict | None = None) -> int:
     """Print a verdict (its evidence and help, then the verdict line) and record it; its exit code."""
     print("\n".join(v.lines(seconds)))
     rec = args.record
     rec.verdict = v.word
     inf = getattr(args, "inference", None)
     failure = getattr(inf, "failure", None)
-    where = {"operator": failure.node.name, "target": failure.node.target, **(failure.location or {})} \
-        if failure is not None and failure.node is not None else None
+    if failure is not None and failure.node is not None:
+        where = {"operator": failure.node.name, "target": failure.node.target, **(failure.location or {})}
     rec.result(v.name, v.word, v.reason, seconds=round(seconds, 4), **({"location": where} if where else {}))
     if cx is not None:
         rec.refute(cx)

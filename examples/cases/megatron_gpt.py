@@ -33,16 +33,23 @@ def rels(prefix=""):
     r.update({prefix + k: replicate(prefix + k) for k in REPL})
     return r
 
-def make_case(world=2):
+FULL = dict(vocab=32768, seq=1024, hidden=768, heads=12)   # GPT-2 small's layer at a 32k vocabulary
+
+
+def make_case(world=2, bug=None, size=None):
+    """``bug``: one of ``megatron_models.BUGS``, planted in the TP model; ``size``: vocab, seq, hidden and heads
+    (``FULL``: real sizes; default: the smallest ``world`` allows)."""
     v, h, heads = sizes(world)
+    size = size or dict(vocab=v, seq=S, hidden=h, heads=heads)
+    s = size["seq"]
     return CaptureCase(
-        name="megatron_gpt",
-        spec=lambda: mm.gpt(0, 1, vocab=v, seq=S, hidden=h, heads=heads),
-        impl=lambda rank, w: mm.gpt(rank, w, vocab=v, seq=S, hidden=h, heads=heads),
+        name="megatron_gpt" + ("_full" if size == FULL else "") + (f"_{bug}" if bug else ""),
+        spec=lambda: mm.gpt(0, 1, **size),
+        impl=lambda rank, w: mm.gpt(rank, w, **size, bug=bug),
         world_size=world,
-        inputs={"input_ids": InputSpec((1, S), torch.int64, range=(0, v)),
-                "position_ids": InputSpec((1, S), torch.int64, range=(0, S)),
-                "attention_mask": InputSpec((1, 1, S, S), torch.bool, role="mask")},
+        inputs={"input_ids": InputSpec((1, s), torch.int64, range=(0, size["vocab"])),
+                "position_ids": InputSpec((1, s), torch.int64, range=(0, s)),
+                "attention_mask": InputSpec((1, 1, s, s), torch.bool, role="mask")},
         spec_distributed=True,
         backward=True,
         context=cpu_patches,

@@ -10,6 +10,8 @@ run inside ``verifier.capture.megatron.cpu_patches()``.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -42,7 +44,12 @@ def tp_linears(rank: int, world: int, d: int = 4, f: int = 8):
     return Block()
 
 
-def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS):
+BUGS = {"no_all_reduce": "the MLP's row-parallel FC2 leaves its partial sums unreduced (a missing all-reduce)",
+        "attention_scale": "the softmax scale from the rank's projection size hidden/TP, not the head size"}
+
+
+def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS,
+        bug: str | None = None):
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
@@ -57,10 +64,34 @@ def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int =
     model = GPTModel(config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=vocab,
                      max_sequence_length=seq, position_embedding_type="learned_absolute")
 
+    layer = model.decoder.layers[0]
+    if bug == "no_all_reduce":
+        _unreduced(layer.mlp.linear_fc2)
+    elif bug == "attention_scale":
+        layer.self_attention.core_attention.softmax_scale = 1.0 / math.sqrt(hidden // world)
+    elif bug is not None:
+        raise ValueError(f"unknown bug {bug!r}: one of {', '.join(BUGS)}")
+
     def call(m, input_ids, position_ids, attention_mask):
         return m(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask)
 
     return model, call
+
+
+def _unreduced(linear: nn.Module) -> None:
+    """``linear`` (a RowParallelLinear) runs with megatron's all-reduce of its output replaced by the identity."""
+    from megatron.core.tensor_parallel import layers
+
+    forward = linear.forward
+
+    def unreduced(*args, **kwargs):
+        saved = layers.reduce_from_tensor_model_parallel_region
+        layers.reduce_from_tensor_model_parallel_region = lambda x, group=None: x
+        try:
+            return forward(*args, **kwargs)
+        finally:
+            layers.reduce_from_tensor_model_parallel_region = saved
+    linear.forward = unreduced
 
 
 def gpt_inputs(batch: int = 1):

@@ -1,0 +1,108 @@
+"""Cases too large to decide run at full size (verifier/fullsize.py): REFUTED only with an executed
+counterexample, located by value at the operator the per-operator engine names at small sizes; a
+correct program keeps its LIMIT."""
+
+import numpy as np
+import pytest
+
+from certificates import terms
+from certificates.errors import Unsupported
+from certificates.graph import GRAPH_FORMAT, GRAPH_VERSION
+from certificates.limits import Limits
+from verifier import direct, fullsize
+from verifier.case import Case
+
+BIG = Limits(max_elements=1 << 24)
+
+
+def _case(impl_nodes: list, rel: dict, expect: dict, n: int = 6) -> Case:
+    """spec ``y = x * w`` on [n, 4]; the impl on two ranks as given."""
+    spec = {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": "s", "world_size": 1, "inputs": ["x", "w"], "outputs": ["y"],
+            "tensors": {"x": {"shape": [n, 4], "dtype": "float32", "role": "activation"},
+                        "w": {"shape": [n, 4], "dtype": "float32", "role": "parameter"},
+                        "y": {"shape": [n, 4], "dtype": "float32"}},
+            "nodes": [{"name": "m", "target": "aten.mul.Tensor", "inputs": ["x", "w"], "outputs": ["y"], "attrs": {}}]}
+    tensors = {f"{t}@r{r}": {"shape": [n // 2, 4], "dtype": "float32", "rank": r, "role": "activation"}
+               for t in ("x", "w") for r in (0, 1)}
+    tensors.update({f"y@r{r}": {"shape": [n // 2, 4], "dtype": "float32", "rank": r} for r in (0, 1)})
+    impl = {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": "i", "world_size": 2, "inputs": ["x@r0", "w@r0", "x@r1", "w@r1"], "outputs": ["y@r0", "y@r1"],
+            "tensors": tensors, "nodes": impl_nodes}
+    return Case("t", spec, impl, rel, expect)
+
+
+def _mul(r: int, a: str = "x", b: str = "w") -> dict:
+    return {"name": f"m@r{r}", "target": "aten.mul.Tensor", "rank": r, "inputs": [f"{a}@r{r}", f"{b}@r{r}"],
+            "outputs": [f"y@r{r}"], "attrs": {}}
+
+
+SHARD = {"x": ["concat(x@r0, x@r1, dim=0)"], "w": ["concat(w@r0, w@r1, dim=0)"]}
+
+
+def test_draw_satisfies_the_input_relation_and_copies_replicas():
+    rel = {"x": ["concat(x@r0, x@r1, dim=0)"], "w": ["concat(w@r0, w@r1, dim=0)"]}
+    r = direct.prepare(_case([_mul(0), _mul(1)], rel, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    spec, impl = fullsize.draw(r, 0, 1.0)
+    for name, ts in rel.items():
+        for t in ts:
+            assert np.array_equal(terms.evaluate(terms.parse(t), impl.__getitem__), spec[name])
+
+
+def test_a_sum_in_the_input_relation_is_not_drawn():
+    rel = {"x": ["sum(x@r0, x@r1)"], "w": ["w@r0", "w@r1"]}
+    case = _case([_mul(0), _mul(1)], rel, {"y": ["sum(y@r0, y@r1)"]})
+    for t in case.impl["tensors"].values():
+        t["shape"] = [6, 4]
+    with pytest.raises(Unsupported, match="not a move"):
+        fullsize.draw(direct.prepare(case, BIG), 0, 1.0)
+
+
+def test_sketches_are_linear_across_ranks():
+    sk, rng = fullsize.Sketches(0), np.random.default_rng(1)
+    a, b = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    for axis in (0, 1):
+        whole = np.concatenate([a, b], axis=axis)
+        assert sk.of(whole) == pytest.approx(sk.of(a, (axis, 0, 2)) + sk.of(b, (axis, 1, 2)))
+    assert sk.of(a + b) == pytest.approx(sk.of(a) + sk.of(b))
+    sq = rng.standard_normal((4, 4))   # one vector per (axis, length): a transpose has another sketch
+    assert sk.of(sq) != pytest.approx(sk.of(sq.T))
+
+
+def test_correct_program_no_counterexample_nothing_unmatched():
+    r = direct.prepare(_case([_mul(0), _mul(1)], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    found = fullsize.search(r, 0, BIG)
+    assert found.counterexample is None and found.located is None and not found.unmatched
+    assert found.draws == len(direct.SCALES)
+
+
+def test_swapped_shards_refuted_and_located():
+    """Rank 1 multiplies its x by rank 0's w-shaped piece of the wrong tensor: the first (only) spec operator
+    has no counterpart; the counterexample is the outputs' executed values."""
+    nodes = [_mul(0), {**_mul(1, "x", "x")}]
+    r = direct.prepare(_case(nodes, SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    found = fullsize.search(r, 0, BIG)
+    cx = found.counterexample
+    assert cx is not None and cx.output == "y" and cx.index[0] >= 3 and found.draws == 1
+    assert found.located is not None and found.located.name == "m" and found.unmatched == ["y"]
+
+
+@pytest.mark.parametrize("bug, operator", [(None, None), ("no_all_reduce", "add_5"), ("attention_scale", "mul")])
+def test_megatron_gpt_too_large_to_prove(bug, operator, tmp_path, capsys):
+    """megatron-core GPTModel TP2 with a 1024 x 256 embedding (over the element limit after the shape reduction):
+    a planted missing all-reduce or wrong attention scale is REFUTED at full size and located by value at the
+    operator the per-operator engine names at small sizes; the correct model keeps its LIMIT (exit 3)."""
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+    cli = pytest.importorskip("verifier.cli")
+    big, small = tmp_path / "big.py", tmp_path / "small.py"
+    big.write_text("from examples.cases import megatron_gpt\nCASE = megatron_gpt.make_case(2, "
+                   f"bug={bug!r}, size=dict(vocab=1024, seq=32, hidden=256, heads=4))\n")
+    code = cli.main(["verify", str(big)])
+    out = capsys.readouterr().out
+    if bug is None:
+        assert code == 3 and "no counterexample at full size (3 draws" in out
+        return
+    assert code == 1 and f"located by value at full size: spec operator '{operator}'" in out
+    assert "counterexample (executed): out[" in out and "REFUTED" in out
+    small.write_text(f"from examples.cases import megatron_gpt\nCASE = megatron_gpt.make_case(2, bug={bug!r}, "
+                     "size=dict(vocab=4, seq=2, hidden=8, heads=4))\n")
+    assert cli.main(["verify", str(small)]) == 1
+    assert f"first unrelated spec operator: '{operator}'" in capsys.readouterr().out
