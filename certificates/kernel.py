@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import CheckError, Malformed, Rejected, Unsupported
 from .limits import Limits
-from .poly import ATOMS, LAZY_LONG, ONE_P, Q, Poly, Rat, _mono_mul, apply, intern_expo
+from .poly import ATOMS, ONE_P, Q, Poly, Rat, _expo_add, _mono_mul, apply, intern_expo
 from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec, parse
 from .solve import decide
 
@@ -356,7 +356,7 @@ RATS = (Rat, Dot, Var)
 
 def fma(a: Rat, b: Rat, c: Rat) -> Rat:
     """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product):
-    a ``Dot`` for atoms ``a``, ``b`` (integer coefficients) and a long ``c``."""
+    a ``Dot`` for atoms ``a``, ``b`` (integer coefficients), else ``c``'s lazy log (``Poly.add``)."""
     if type(a) is Var and type(b) is Var and type(c) is Dot and c.up[2] is None and len(c.up[1]) == c.k:
         c.up[1].append(a.ix << 32 | b.ix)    # the commonest case of the path below
         r = Dot.__new__(Dot)
@@ -365,36 +365,35 @@ def fma(a: Rat, b: Rat, c: Rat) -> Rat:
     ta, tb = a.n._t, b.n._t      # None: a lazy sum, longer than one term
     if a.d is b.d is c.d is ONE_P and ta and tb and len(ta) == 1 == len(tb):
         ((m1, e1), c1), ((m2, e2), c2) = *ta.items(), *tb.items()
-        if type(c) is Dot or c.n._up or len(c.n._t) >= LAZY_LONG:
-            w = 1 if c1 == 1 == c2 else c1 * c2
-            if len(m1) == 1 == len(m2) and m1[0][1] == 1 == m2[0][1] and not e1 and not e2 \
-                    and (w == 1 or w.denominator == 1 and -WMAX <= w <= WMAX):
-                i, j = VARS.get(m1[0][0]), VARS.get(m2[0][0])
-                i, j = index(m1) if i is None else i, index(m2) if j is None else j
-                if type(c) is Dot:
-                    up, k = c.up, c.k
-                    if len(up[1]) != k:     # a shared prefix: extend a copy
-                        up = up[0], up[1][:k], None if up[2] is None else up[2][:k]
-                else:
-                    up, k = (c.n, array("q"), None), 0
-                up[1].append(i << 32 | j)
-                if up[2] is not None:
-                    up[2].append(int(w))
-                elif w != 1:
-                    up = up[0], up[1], array("q", [1]) * k
-                    up[2].append(int(w))
-                r = Dot.__new__(Dot)
-                r.up, r.k, r._n, r.d = up, k + 1, None, ONE_P
-                return r
-            n = c.n
-            if m1 and m2 and not e1 and not e2:   # as Poly.add logs a one-term left operand
-                base, log, k = n._up or (n, [], 0)
-                log = log if len(log) == k else log[:k]
-                m = m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2)
-                log += (5, (m, ()), c2 if c1 == 1 else c1 * c2)
-                p, r = Poly.__new__(Poly), Rat.__new__(Rat)   # no __init__: every slot is set here
-                p._t, p._k, p._up, r.n, r.d = None, None, (base, log, len(log)), p, ONE_P
-                return r
+        w = 1 if c1 == 1 == c2 else c1 * c2
+        if len(m1) == 1 == len(m2) and m1[0][1] == 1 == m2[0][1] and not e1 and not e2 \
+                and (w == 1 or w.denominator == 1 and -WMAX <= w <= WMAX):
+            i, j = VARS.get(m1[0][0]), VARS.get(m2[0][0])
+            i, j = index(m1) if i is None else i, index(m2) if j is None else j
+            if type(c) is Dot:
+                up, k = c.up, c.k
+                if len(up[1]) != k:     # a shared prefix: extend a copy
+                    up = up[0], up[1][:k], None if up[2] is None else up[2][:k]
+            else:
+                up, k = (c.n, array("q"), None), 0
+            up[1].append(i << 32 | j)
+            if up[2] is not None:
+                up[2].append(int(w))
+            elif w != 1:
+                up = up[0], up[1], array("q", [1]) * k
+                up[2].append(int(w))
+            r = Dot.__new__(Dot)
+            r.up, r.k, r._n, r.d = up, k + 1, None, ONE_P
+            return r
+        n = c.n   # as Poly.add logs a one-term left operand (Poly.mul's one-term product)
+        base, log, k = n._up or (n, [], 0)
+        log = log if len(log) == k else log[:k]
+        m = (m1 + m2 if m1[-1][0] < m2[0][0] else m2 + m1 if m2[-1][0] < m1[0][0] else _mono_mul(m1, m2)) \
+            if m1 and m2 else m1 or m2
+        log += (5, (m, _expo_add(e1, e2)), c2 if c1 == 1 else c1 * c2)
+        p, r = Poly.__new__(Poly), Rat.__new__(Rat)   # no __init__: every slot is set here
+        p._t, p._k, p._up, r.n, r.d = None, None, (base, log, len(log)), p, ONE_P
+        return r
     return a * b + c
 
 
