@@ -1,4 +1,4 @@
-"""Refinement benchmark: ``python bench/refine.py [--quick]``.
+"""Refinement benchmark: ``python bench/refine.py [--quick | --full]``.
 
 Per workload (a fresh process each): capture the PyTorch case (forward and backward),
 infer the clean relations operator by operator, write the per-operator certificate and
@@ -52,11 +52,49 @@ def workload(make, *args):
     return run
 
 
+def full_size(case_module: str, call: str):
+    """``pvcert verify`` on ``case_module.call`` as a user runs it (a case too large to prove: the full-size run)."""
+    def run() -> dict:
+        import contextlib
+        import io
+        import re
+
+        from verifier import cli
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "case.py")
+            with open(path, "w") as f:
+                f.write(f"from {case_module} import FULL, make_case\nCASE = {call}\n")
+            out, t0 = io.StringIO(), time.perf_counter()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                code = cli.main(["verify", path])
+            seconds, text = time.perf_counter() - t0, out.getvalue()
+        at = re.search(r"located by value at full size: spec operator '([^']+)' \((.*?)\) is", text)
+        found = re.search(r"no counterexample at full size \(([^)]*)\)", text)
+        verdict = {0: "VERIFIED", 1: "REFUTED", 3: "LIMIT", 4: "UNKNOWN"}.get(code, f"exit {code}")
+        note = (f"located at '{at.group(1)}' ({at.group(2)})" if at else
+                f"no counterexample at full size ({found.group(1)})" if found else text.strip().splitlines()[-1][:200])
+        return {"ops": 0, "verdict": verdict, "seconds": seconds, "note": note}
+    return run
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the smallest workloads only")
-    p.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "refine.json"))
+    p.add_argument("--full", action="store_true", help="megatron-core GPTModel at vocabulary 32768, sequence 1024, "
+                   "hidden 768 through pvcert verify: correct (too large to prove) and with planted bugs")
+    p.add_argument("--json", default=None, help="default bench/results/refine.json (refine-full.json with --full)")
     args = p.parse_args()
+    args.json = args.json or os.path.join(ROOT, "bench", "results", "refine-full.json" if args.full else "refine.json")
+    if args.full:
+        h = Harness("pvcert verify at full size: verdict, time (capture and the full-size run included), note")
+        h.header()
+        for w, bug in [(2, None), (4, None), (8, None), (2, "no_all_reduce"), (8, "no_all_reduce"),
+                       (2, "attention_scale"), (8, "attention_scale")]:
+            h.run(f"megatron-core GPTModel full size TP{w}{', ' + bug if bug else ''}",
+                  full_size("examples.cases.megatron_gpt", f"make_case({w}, bug={bug!r}, size=FULL)"))
+        h.write(args.json)
+        return 0
     from examples.cases.gpt_tp_sp import make_case as gpt
     from examples.cases.llama_tp import make_case as llama
 

@@ -33,7 +33,7 @@ def rels(prefix=""):
     r.update({prefix + k: replicate(prefix + k) for k in REPL})
     return r
 
-FULL = dict(vocab=32768, seq=1024, hidden=768, heads=12)   # GPT-2 small's layer at a 32k vocabulary
+FULL = dict(vocab=32768, seq=1024, hidden=768, heads=16)   # GPT-2 small's widths, 16 heads (TP 2, 4, 8), 32k vocabulary
 
 
 def make_case(world=2, bug=None, size=None):

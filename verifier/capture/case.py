@@ -103,18 +103,18 @@ def _first_line(e: BaseException) -> str:
 
 
 def declared(path: str):
-    """The module's ``CASE`` / ``make_case()``: a ``CaptureCase``, or a training plan
+    """The module's ``CASE`` (else ``make_case()``): a ``CaptureCase``, or a training plan
     (``verifier.train.plan.TrainCase``, captured by the reference parallelizer)."""
     mod = import_module(path)
     from verifier.train.plan import TrainCase
 
-    if hasattr(mod, "make_case"):
+    if hasattr(mod, "CASE"):   # first: a module that imports a make_case to build its CASE means the CASE
+        c = mod.CASE
+    elif hasattr(mod, "make_case"):
         try:
             c = mod.make_case()
         except Exception as e:
             raise Malformed(path, f"make_case() failed: {type(e).__name__}: {_first_line(e)}") from None
-    elif hasattr(mod, "CASE"):
-        c = mod.CASE
     else:
         raise Malformed(path, "a case module defines CASE or make_case()")
     if isinstance(c, TrainCase):
