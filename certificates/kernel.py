@@ -434,7 +434,7 @@ def dot_equal(a, b) -> bool:
 def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
     """``acc + sum_k A[i, k] B[k, j]`` over k < 16, in order."""
     for k in range(16):
-        acc = acc + A[i, k] * B[k, j]
+        acc = fma(A[i, k], B[k, j], acc)
     return acc
 
 

@@ -315,6 +315,7 @@ class CTA:
         self.gmem: dict[int, tuple] = {}      # stores to global memory
         self.inits: dict[int, object] = {}    # global address -> its unknown initial value (one object)
         self.f32in: dict[int, Rat] = {}       # the f32 input elements loaded so far (_compile_load)
+        self.f16in: dict[int, Rat] = {}       # the same for f16 input elements (2-byte loads)
         self.shadow: dict[str, dict[int, _Shadow]] = {"shared": {}, "global": {}}   # space -> byte -> shadow
         self.words: dict[str, dict[int, _Shadow]] = {"shared": {}, "global": {}}    # aligned words, see _record
         self.blocks: list = [_UNSET] * len(kernel.instrs)   # pc -> the straight-line run compiled there (_block)
@@ -526,8 +527,8 @@ class CTA:
             if v is None:
                 v = var(f"{t.name}@init[{i}]" if t.role == "output" else f"{t.name}[{i}]")
                 v = self.inits[addr] = Word(v, 32) if t.dtype == "s32" else v
-                if t.role == "input" and t.dtype == "f32":
-                    self.f32in[addr] = v
+                if t.role == "input" and t.dtype in ("f32", "f16"):
+                    (self.f32in if t.dtype == "f32" else self.f16in)[addr] = v
             return v
 
     def _lanes_store_one_value(self, e: RaceError, ins: Instr, addr: int, width: int, value) -> CheckError:
@@ -813,7 +814,7 @@ class CTA:
             for j in range(8):
                 acc = C[i][j]
                 for k in range(16):
-                    acc = acc + A[i][k] * B[k][j]
+                    acc = fma(A[i][k], B[k][j], acc)
                 D[i][j] = acc
         for t in group:
             g, q = t.lane // 4, t.lane % 4
@@ -885,7 +886,7 @@ class CTA:
                 i, j = divmod(e, 16)
                 acc = C[e]
                 for k in range(16):
-                    acc = acc + A[i * 16 + k] * B[k * 16 + j]
+                    acc = fma(A[i * 16 + k], B[k * 16 + j], acc)
                 t.regs[d_ops[r].name] = acc
 
     def _vote(self, group: list[Thread]) -> None:
@@ -969,7 +970,8 @@ class CTA:
             fast = ins.cache.get("fast", _UNSET)
             if fast is _UNSET:
                 fast = ins.cache["fast"] = _compile(ins)
-            fast = fast or _compile_load(ins, self.f32in) or _compile_shared(ins, self) or _compile_setp(ins)
+            fast = fast or _compile_load(ins, self.f32in, self.f16in) or _compile_shared(ins, self) \
+                or _compile_setp(ins) or _compile_cvt(ins)
             if fast is None:
                 break
             out.append(fast)
@@ -1499,13 +1501,15 @@ def _compile(ins: Instr):  # noqa: C901
     return f
 
 
-def _compile_load(ins: Instr, f32in: dict):
-    """``ld[.global].f32 r, [a+off]`` of an f32 input element already loaded once (``CTA.f32in``),
-    where ``a`` is a generic or global address of that tensor and ``a+off`` stays inside it:
-    the value ``load`` returns (inputs are never written or race-tracked); anything else
-    (a first load, another space or tensor, out of bounds) takes the general path."""
+def _compile_load(ins: Instr, f32in: dict, f16in: dict):
+    """``ld[.global].f32 r, [a+off]`` of an f32 input element already loaded once (``CTA.f32in``), or a
+    16-bit load (``.u16 .b16 .s16 .f16``) of an f16 one (``CTA.f16in``), where ``a`` is a generic or global
+    address of that tensor and ``a+off`` stays inside it: the value ``load`` returns (inputs are never
+    written or race-tracked); anything else (a first load, another space or tensor, out of bounds) takes
+    the general path."""
     p, ops = ins.parts, ins.operands
-    if ins.op != "ld" or p[-1] != "f32" or len(ops) != 2 or not isinstance(ops[0], Reg) \
+    width, cache = (4, f32in) if p[-1] == "f32" else (2, f16in) if p[-1] in ("u16", "b16", "s16", "f16") else (0, {})
+    if ins.op != "ld" or not width or len(ops) != 2 or not isinstance(ops[0], Reg) \
             or not isinstance(ops[1], Mem) or not isinstance(ops[1].base, Reg) \
             or any(x in p for x in ("shared", "param", "local", "const", "v2", "v4", "v8")):
         return None
@@ -1516,8 +1520,25 @@ def _compile_load(ins: Instr, f32in: dict):
         if type(a) is not Ptr or a.space not in ("generic", "global") or a.alloc[3] != "global":
             raise _FB
         at = int(a) + off
-        v = f32in.get(at)
-        if v is None or not a.alloc[1] <= at <= a.alloc[2] - 4:
+        v = cache.get(at)
+        if v is None or not a.alloc[1] <= at <= a.alloc[2] - width:
+            raise _FB
+        regs[dst] = v
+    return f
+
+
+def _compile_cvt(ins: Instr):
+    """``cvt.f32.f16`` / ``cvt.rn.f16.f32`` of a register holding a real value: that value (``_cvt``'s
+    identity on the reals); anything else takes the general path."""
+    ops = ins.operands
+    if ins.parts not in (["cvt", "f32", "f16"], ["cvt", "rn", "f16", "f32"]) or len(ops) != 2 \
+            or not all(isinstance(o, Reg) for o in ops):
+        return None
+    dst, src = ops[0].name, ops[1].name
+
+    def f(regs):
+        v = regs.get(src)
+        if type(v) not in RATS:
             raise _FB
         regs[dst] = v
     return f
