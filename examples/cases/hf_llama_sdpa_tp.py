@@ -5,7 +5,10 @@ tensor-parallel through DTensor (q/k/v, gate/up colwise; o, down rowwise) on 2 r
 
 SDPA is traced as its ops (``verifier/capture/decomp.py``: the masked positions' ``exp`` dropped, no
 infinite value; with ``enable_gqa`` each key/value head serves its group of query heads). The token ids
-range over the vocabulary (4) and are enumerated; ``make_case(world)`` (2 by default). Needs transformers.
+range over the vocabulary (4) and are enumerated; ``make_case(world, bug, size)``: 2 ranks by default, ``bug``
+one of ``hf_models.BUGS`` planted in the tensor-parallel model only, ``size`` the vocabulary, sequence, hidden
+size, heads, key/value heads and MLP width (default ``SMALL``; ``FULL``: real sizes, too large to prove, so
+``pvcert verify`` runs both graphs at full size, docs/stages.md). Needs transformers.
 """
 
 import torch
@@ -17,18 +20,29 @@ from verifier.capture.relations import replicate
 from verifier.capture.trace import InputSpec
 
 SEQ, VOCAB = 3, 4
+SMALL = dict(vocab=VOCAB, seq=SEQ, hidden=8, heads=4, kv_heads=2, ffn=8)
 SIZES = dict(heads=4, kv_heads=2, vocab=VOCAB, hidden=8, ffn=8, attn="sdpa")
+# A TinyLlama-like width at a real vocabulary and context: 16 query heads of 64, 4 key/value heads (GQA),
+# 32000 tokens, sequence 1024; the MLP width 2816 (2.75 x hidden, a multiple of 256). Forward and backward at
+# this size run in about a minute at full size on 2 cores (docs/benchmarks.md).
+FULL = dict(vocab=32000, seq=1024, hidden=1024, heads=16, kv_heads=4, ffn=2816)
 
 
-def make_case(world: int = 2) -> CaptureCase:
+def make_case(world: int = 2, bug: str | None = None, size: dict | None = None) -> CaptureCase:
+    size = dict(size or SMALL)
+    seq, vocab = size.pop("seq"), size["vocab"]
+    model = dict(size, attn="sdpa")
+
     def spec():
         torch.manual_seed(0)
-        return hf.llama(**SIZES), hf.call_plain
+        return hf.llama(**model), hf.call_plain
 
+    tag = "" if dict(size, seq=seq) == SMALL else \
+        "_full" if dict(size, seq=seq) == FULL else f"_h{size['hidden']}_s{seq}_v{vocab}"
     return CaptureCase(
-        name=f"hf_llama_sdpa_tp{world}", spec=spec,
-        impl=lambda rank, w: hf.llama_tp(rank, w, call_as=hf.call_plain, **SIZES), world_size=world,
-        inputs={"input_ids": InputSpec((1, SEQ), torch.int64, range=(0, VOCAB))}, backward=True,
+        name=f"hf_llama_sdpa_tp{world}{tag}" + (f"_{bug}" if bug else ""), spec=spec,
+        impl=lambda rank, w: hf.llama_tp(rank, w, call_as=hf.call_plain, bug=bug, **model), world_size=world,
+        inputs={"input_ids": InputSpec((1, seq), torch.int64, range=(0, vocab))}, backward=True,
         input_relation={n: replicate(n) for n in ["input_ids", "d_out"] + REPLICATED},
         expect={"out": replicate("out"), **{f"grad.{n}": replicate(f"grad.{n}") for n in REPLICATED
                                             if "rotary_emb" not in n}})

@@ -64,16 +64,38 @@ LLAMA_TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "
                  "mlp.down_proj": "rowwise"}
 
 
-def llama_tp(rank: int, world: int, seed: int = 0, call_as=call, build=None, **kw):
+BUGS = {"no_all_reduce": "the MLP's row-parallel down_proj keeps its output partial "
+                         "(RowwiseParallel(output_layouts=Partial()): each rank adds its own partial sum to the residual)",
+        "attention_scale": "the softmax scale from the head size as read off the rank's sharded q_proj "
+                           "(q_proj.out_features / num_heads = head_dim / TP), not head_dim",
+        "o_proj_no_all_reduce": "the attention's row-parallel o_proj keeps its output partial (the missing "
+                                "all-reduce before the attention's residual add)"}
+# Not silent, so not planted: k_proj/v_proj left replicated while the queries are sharded fails in SDPA (the
+# library repeats each key/value head num_attention_heads // num_key_value_heads times, for the global count).
+
+
+def llama_tp(rank: int, world: int, seed: int = 0, call_as=call, build=None, bug: str | None = None, **kw):
     """The Llama (or ``build(**kw)``, a model of the same layout) with every decoder layer tensor-parallel
-    through DTensor (torch's ColwiseParallel / RowwiseParallel); embeddings, norms and the head stay replicated."""
+    through DTensor (torch's ColwiseParallel / RowwiseParallel); embeddings, norms and the head stay replicated.
+    ``bug``: one of ``BUGS``, planted in every decoder layer (silent: the model runs, its numbers are wrong)."""
     from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Partial
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
+    if bug is not None and bug not in BUGS:
+        raise ValueError(f"unknown bug {bug!r}: one of {', '.join(BUGS)}")
     torch.manual_seed(seed)
     m = (build or llama)(**kw)
     mesh = init_device_mesh("cpu", (world,))
     style = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel}
     for layer in m.model.layers:
-        parallelize_module(layer, mesh, {k: style[v]() for k, v in LLAMA_TP_PLAN.items()})
+        plan = {k: style[v]() for k, v in LLAMA_TP_PLAN.items()}
+        if bug == "no_all_reduce":
+            plan["mlp.down_proj"] = RowwiseParallel(output_layouts=Partial())
+        elif bug == "o_proj_no_all_reduce":
+            plan["self_attn.o_proj"] = RowwiseParallel(output_layouts=Partial())
+        parallelize_module(layer, mesh, plan)
+        if bug == "attention_scale":
+            attn = layer.self_attn
+            attn.scaling = (attn.q_proj.weight.to_local().shape[0] // attn.config.num_attention_heads) ** -0.5
     return m, call_as
