@@ -47,6 +47,21 @@ def test_draw_satisfies_the_input_relation_and_copies_replicas():
             assert np.array_equal(terms.evaluate(terms.parse(t), impl.__getitem__), spec[name])
 
 
+def test_fan_in_draw_scales_by_the_last_axis_and_satisfies_the_relation():
+    """The first draw scales floats of two or more axes by 1/sqrt(their last axis), as weights are initialized
+    (a deep model's activations stay near 1 instead of overflowing at magnitude 1 or vanishing at 1e-2)."""
+    rel = {"x": ["concat(x@r0, x@r1, dim=0)"], "w": ["concat(w@r0, w@r1, dim=0)"]}
+    r = direct.prepare(_case([_mul(0), _mul(1)], rel, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    assert fullsize.DRAWS[0] == fullsize.FAN_IN and fullsize.DRAWS[1:] == direct.SCALES
+    spec, impl = fullsize.draw(r, 0, fullsize.FAN_IN)
+    for name, ts in rel.items():
+        assert np.abs(spec[name]).max() <= 0.5 < 2 * np.abs(spec[name]).max()   # last axis 4: 1/sqrt(4)
+        for t in ts:
+            assert np.array_equal(terms.evaluate(terms.parse(t), impl.__getitem__), spec[name])
+    assert fullsize._distinct(np.arange(5)) and fullsize._distinct(np.array([3, 1, 2]))
+    assert not fullsize._distinct(np.array([1, 2, 1])) and not fullsize._distinct(np.array([1, 1]))
+
+
 def test_a_sum_in_the_input_relation_is_not_drawn():
     rel = {"x": ["sum(x@r0, x@r1)"], "w": ["w@r0", "w@r1"]}
     case = _case([_mul(0), _mul(1)], rel, {"y": ["sum(y@r0, y@r1)"]})
@@ -71,7 +86,7 @@ def test_correct_program_no_counterexample_nothing_unmatched():
     r = direct.prepare(_case([_mul(0), _mul(1)], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
     found = fullsize.search(r, 0, BIG)
     assert found.counterexample is None and found.located is None and not found.unmatched
-    assert found.draws == len(direct.SCALES)
+    assert found.draws == len(fullsize.DRAWS)
 
 
 def test_swapped_shards_refuted_and_located():
@@ -98,7 +113,7 @@ def test_megatron_gpt_too_large_to_prove(bug, operator, tmp_path, capsys):
     code = cli.main(["verify", str(big)])
     out = capsys.readouterr().out
     if bug is None:
-        assert code == 3 and "no counterexample at full size (3 draws" in out
+        assert code == 3 and "no counterexample at full size (4 draws" in out
         return
     assert code == 1 and f"located by value at full size: spec operator '{operator}'" in out
     assert "counterexample (executed): out[" in out and "REFUTED" in out

@@ -102,8 +102,8 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
     seconds = args.record.timing["search_s"] = time.monotonic() - t0
     cx, n = found.counterexample, found.located
     if cx is None:
-        print(f"  no counterexample at full size ({found.draws} draws, float magnitudes "
-              f"{', '.join(f'{x:g}' for x in direct.SCALES)}, {seconds:.1f} s)")
+        print(f"  no counterexample at full size ({found.draws} draws, float magnitudes fan-in (1/sqrt of the "
+              f"last axis), {', '.join(f'{x:g}' for x in direct.SCALES)}, {seconds:.1f} s)")
         raise limit
     lines = cx.lines()
     if n is not None:

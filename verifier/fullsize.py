@@ -31,6 +31,10 @@ from .direct import ATOL, ROUNDING, RTOL, SCALES, Result, _short
 from .verdict import Counterexample
 
 MATCH = 1e-7   # sketches agree within this fraction of the sketch of the absolute values
+FAN_IN = "fan-in"   # the first draw: floats of two or more axes scaled by 1 / sqrt(their last axis), as weights
+# are initialized, so that a deep model's activations stay near 1: uniform magnitudes overflow it (SiLU's
+# exp(-x), softmax's exp) or shrink its later terms below the tolerance; then the magnitudes of ``SCALES``
+DRAWS = (FAN_IN, *SCALES)
 
 
 @dataclass
@@ -44,16 +48,22 @@ class Search:
     unmatched: list[str] = field(default_factory=list)
 
 
-def draw(r: Result, seed: int, scale: float) -> tuple[dict, dict]:
+def _magnitude(scale: float | str, shape: tuple) -> float:
+    return (1 / np.sqrt(shape[-1]) if len(shape) > 1 and shape[-1] else 1.0) if scale == FAN_IN else scale
+
+
+def draw(r: Result, seed: int, scale: float | str) -> tuple[dict, dict]:
     """Spec and impl input arrays satisfying the input relation: impl inputs at random (floats uniform in
-    their range times ``scale``, integers in theirs), spec inputs from their first relation, impl elements
-    of the other relations set from them. Raises ``Unsupported`` for a relation that is not a move."""
+    their range times ``scale``, or with ``FAN_IN`` times 1 / sqrt(the input's last axis) where it has two or
+    more, integers in their range), spec inputs from their first relation, impl elements of the other
+    relations set from them. Raises ``Unsupported`` for a relation that is not a move."""
     rng = np.random.default_rng(seed)
     impl: dict[str, np.ndarray] = {}
     for n in r.impl.inputs:
         t = r.impl.tensors[n]
         lo, hi = t.range or ((0, 2) if t.is_int else (-1.0, 1.0))
-        v = rng.integers(lo, hi, size=t.shape) if t.is_int else rng.uniform(lo, hi, size=t.shape) * scale
+        v = rng.integers(lo, hi, size=t.shape) if t.is_int else \
+            rng.uniform(lo, hi, size=t.shape) * _magnitude(scale, t.shape)
         impl[n] = fit(v.astype(bool) if t.dtype == "bool" else v, t.dtype, False)
     sizes = {n: impl[n].size for n in r.impl.inputs}
     offset = dict(zip(sizes, itertools.accumulate(sizes.values(), initial=0)))
@@ -72,7 +82,7 @@ def draw(r: Result, seed: int, scale: float) -> tuple[dict, dict]:
             ix = np.asarray(terms.evaluate(u, ids)).ravel()
             if k == 0:
                 spec[name] = np.asarray(terms.evaluate(first, impl.__getitem__))
-            elif len(np.unique(ix)) != ix.size or taken[ix].any():
+            elif not _distinct(ix) or taken[ix].any():
                 raise Unsupported(f"input relation of '{name}': {t} binds an impl element twice")
             else:
                 val = np.asarray(spec[name] / float(c) if c != 1 else spec[name]).ravel()
@@ -86,6 +96,11 @@ def draw(r: Result, seed: int, scale: float) -> tuple[dict, dict]:
             if not np.array_equal(np.asarray(terms.evaluate(t, impl.__getitem__)), spec[name]):
                 raise Unsupported(f"input relation of '{name}': {t} cannot be satisfied by drawing")
     return spec, impl
+
+
+def _distinct(ix: np.ndarray) -> bool:
+    """Whether no element number repeats (increasing, as copies and slices give, is decided without sorting)."""
+    return ix.size < 2 or bool((ix[1:] > ix[:-1]).all()) or len(np.unique(ix)) == ix.size
 
 
 def run(g: Graph, env: dict, seen, limits: Limits) -> dict[str, np.ndarray]:
@@ -142,9 +157,9 @@ def _stem(name: str) -> tuple[str, int]:
 
 
 def search(r: Result, seed: int, limits: Limits, tries: int = 1) -> Search:
-    """Draws ``seed``, ..., ``seed + tries - 1`` at each magnitude of ``SCALES`` until an expected output
+    """Draws ``seed``, ..., ``seed + tries - 1`` at each magnitude of ``DRAWS`` until an expected output
     differs; on that draw (or the last one), the spec operator where the values first part."""
-    runs = list(itertools.product(range(seed, seed + tries), SCALES))
+    runs = list(itertools.product(range(seed, seed + tries), DRAWS))
     for n, (s, scale) in enumerate(runs, 1):
         cx, spec_sk, impl_sk = _one(r, s, scale, limits)
         if cx is not None or n == len(runs):
@@ -153,7 +168,7 @@ def search(r: Result, seed: int, limits: Limits, tries: int = 1) -> Search:
     raise ValueError("no draw")
 
 
-def _one(r: Result, seed: int, scale: float, limits: Limits) -> tuple[Counterexample | None, dict, dict]:
+def _one(r: Result, seed: int, scale: float | str, limits: Limits) -> tuple[Counterexample | None, dict, dict]:
     """One draw: its counterexample if any, the spec tensors' sketches (with their absolute values' sketches)
     and the impl's by ``(stem, shape, ("rank", r))`` and, summed over ranks, ``(stem, shape, ("cat", axis))``."""
     spec_env, impl_env = draw(r, seed, scale)
@@ -180,9 +195,9 @@ def _one(r: Result, seed: int, scale: float, limits: Limits) -> tuple[Counterexa
     return _differs(r, spec_out, impl_out, spec_env, seed, scale, top[0]), spec_sk, impl_sk
 
 
-def _differs(r: Result, spec_out: dict, impl_out: dict, spec_env: dict, seed: int, scale: float,
+def _differs(r: Result, spec_out: dict, impl_out: dict, spec_env: dict, seed: int, scale: float | str,
              top: float) -> Counterexample | None:
-    slack = scale * ATOL + ROUNDING * top
+    slack = (1.0 if scale == FAN_IN else scale) * ATOL + ROUNDING * top
     for name, exprs in r.expect.items():
         want = np.asarray(spec_out[name], dtype=float)
         for t in exprs:
@@ -190,9 +205,19 @@ def _differs(r: Result, spec_out: dict, impl_out: dict, spec_env: dict, seed: in
             bad = np.isfinite(want) & np.isfinite(got) & ~np.isclose(want, got, rtol=RTOL, atol=slack)
             if bad.any():
                 idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                return Counterexample(seed, {n: _short(spec_env[n]) for n in r.spec.inputs}, name, str(t), idx,
-                                      float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size), scale)
+                kind = FanInCounterexample if scale == FAN_IN else Counterexample
+                return kind(seed, {n: _short(spec_env[n]) for n in r.spec.inputs}, name, str(t), idx,
+                            float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size),
+                            1.0 if scale == FAN_IN else scale)
     return None
+
+
+class FanInCounterexample(Counterexample):
+    """A counterexample of the ``FAN_IN`` draw (its ``scale`` field 1: the output schema's magnitude is a number)."""
+
+    @property
+    def _scaled(self) -> str:
+        return ", floats of two or more axes scaled by 1/sqrt(their last axis)"
 
 
 def _locate(r: Result, spec_sk: dict, impl_sk: dict, world: int) -> tuple[Node | None, list[str]]:
