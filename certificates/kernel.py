@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .errors import CheckError, Malformed, Rejected, Unsupported
+from .errors import CheckError, Malformed, Rejected, Unsupported, fail_if
 from .limits import Limits
 from .poly import ATOMS, ONE_P, Q, Poly, Rat, _expo_add, _mono_mul, apply, intern_expo
 from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec, parse
@@ -255,9 +255,10 @@ def inf_arith(op: str, parts: list[str], f: list):
 
 
 def typed(v, ty: str):
-    """A loaded or stored value as type ``ty``: raw integers become floats or wrap."""
+    """A loaded or stored value as type ``ty``: raw integers become floats (of ``ty``'s format) or wrap."""
     if type(v) is not int:
         return v
+    fail_if(ty == "bf16", Unsupported, "raw bits read as bf16 (not modelled)")
     return float_of_bits(v, bits(ty)) if ty in FLOATS else wrap(v, ty)
 
 
@@ -443,11 +444,11 @@ def mma_acc(g: int, q: int) -> tuple:
     return (g, 2 * q), (g, 2 * q + 1), (g + 8, 2 * q), (g + 8, 2 * q + 1)
 
 
-def quick(ins: Instr, inputs: set[str], r: "Replay"):
+def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
     """A shortcut ``f(regs, th) -> bool`` (or None) doing what ``step`` does and returning True, or changing
     nothing and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs``
-    element, ``ld/st.shared.f32`` through an aligned shared-space address (a store: of a ``Rat``; ``r.load``/
-    ``r.store``), integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
+    element (a 16-bit load of an f16 one), cvt between f16 and f32 of a ``Rat``, ``ld/st.shared.f32`` through
+    an aligned shared-space address (a store: of a ``Rat``; ``r.load``/``r.store``), integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
     p, o, op, ty, inits = ins.parts, ins.operands, ins.op, ins.parts[-1], r.inits
     if p in (["ld", "shared", "f32"], ["st", "shared", "f32"]) and len(o) == 2 and isinstance(o[op == "ld"], Mem) \
             and isinstance(o[op == "ld"].base, Reg) and isinstance(o[op == "st"], Reg):
@@ -475,19 +476,28 @@ def quick(ins: Instr, inputs: set[str], r: "Replay"):
             regs[dst] = fma(a, b, c) if three else fn((a, b))   # FLOAT_OPS' fma and mad are fma
             return True
         return flt
-    if dst and p in (["ld", "global", "f32"], ["ld", "global", "nc", "f32"]) and isinstance(o[1], Mem) \
+    w = {"f32": 4, "u16": 2, "b16": 2, "s16": 2, "f16": 2}.get(ty)   # f32, or 16 bits of an f16 element
+    if dst and w and p[:2] == ["ld", "global"] and p[2:-1] in ([], ["nc"]) and isinstance(o[1], Mem) \
             and isinstance(o[1].base, Reg) and len(o) == 2:
         base, off = o[1].base.name, o[1].offset
 
         def load(regs, th):
             a = regs.get(base)
-            if type(a) is not Ptr or a.space not in ("generic", "global") or a.alloc[0] not in inputs \
-                    or a.alloc[3] != "global" or (a + off) % 4 or not a.alloc[1] <= a + off <= a.alloc[2] - 4:
+            if type(a) is not Ptr or a.space not in ("generic", "global") or inputs.get(a.alloc[0]) != w \
+                    or a.alloc[3] != "global" or (a + off) % w or not a.alloc[1] <= a + off <= a.alloc[2] - w:
                 return False
             i = a + off
-            regs[dst] = inits.get(i) or inits.setdefault(i, var(f"{a.alloc[0]}[{(i - a.alloc[1]) // 4}]"))
+            regs[dst] = inits.get(i) or inits.setdefault(i, var(f"{a.alloc[0]}[{(i - a.alloc[1]) // w}]"))
             return True
         return load
+    if dst and p in (["cvt", "f32", "f16"], ["cvt", "rn", "f16", "f32"]) and len(o) == 2 and isinstance(o[1], Reg):
+        def conv(regs, th):   # the identity on the reals, as cvt
+            v = regs.get(o[1].name)
+            if type(v) not in RATS:
+                return False
+            regs[dst] = v
+            return True
+        return conv
     mode, n, cmp = p[1] if len(p) == 3 else "lo", bits(ty), op == "setp"
     if not dst or ty not in INTS or not all(isinstance(x, (Reg, Imm)) for x in o) or len(o) != 3 + (op == "mad") \
             or len(p) != 2 + (op in ("mul", "mad", "setp")) or mode not in ("lo", "hi", "wide", *COMPARE) \
@@ -590,7 +600,7 @@ class Replay:
         if not 0 < self.n <= 1024:
             raise Rejected(f"{k.name}: block of {self.n} threads")
         self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
-        inputs = {t[0] for t in self.tensors if t[1] == "input" and t[2] == 4 and t[0] not in self.ints}
+        inputs = {t[0]: t[2] for t in self.tensors if t[1] == "input" and t[0] not in self.ints}   # name -> bytes
         self.smem: dict[int, tuple] = {}      # address -> (value, width)
         self.gmem: dict[int, object] = {}
         self.inits: dict[int, object] = {}    # address -> its unknown initial value (one object)
@@ -832,7 +842,7 @@ class Replay:
             return v
         if type(v) is not int:
             raise self.err(th, ins, "not a float value")
-        return float_of_bits(v, 32)
+        return typed(v, ins.parts[-1] if ins.parts[-1] in FLOATS else "f32")   # raw bits: the source type's format
 
     def packed(self, th: Th, o, ins: Instr) -> Packed:
         v = self.val(th, o, ins)

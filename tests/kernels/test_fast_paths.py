@@ -1,6 +1,6 @@
 """The compiled fast paths (issue 17) change no outcome: every kernel below gives, with them and
 without them, the same outputs, schedule and witness or the same error, in the engine (straight-line
-runs of ``_compile``/``_compile_load``/``_compile_shared``/``_compile_setp``: ``CTA._block``) and in the
+runs of ``_compile``/``_compile_load``/``_compile_shared``/``_compile_setp``/``_compile_cvt``: ``CTA._block``) and in the
 checker (``certificates.kernel.quick`` and its runs)."""
 
 import pytest
@@ -54,8 +54,8 @@ def outcome(fn):
         return type(e).__name__, str(e)
 
 
-def engine(k, fast: bool):
-    cta = ex.CTA(k, [1, 1, 1], [2, 1, 1], PARAMS)
+def engine(k, fast: bool, params=PARAMS):
+    cta = ex.CTA(k, [1, 1, 1], [2, 1, 1], params)
     if not fast:
         cta._block = lambda pc: None      # every instruction through the general path (_step)
     with ck.no_gc():
@@ -63,10 +63,10 @@ def engine(k, fast: bool):
     return r
 
 
-def checker(k, schedule, fast: bool, monkeypatch):
+def checker(k, schedule, fast: bool, monkeypatch, params=PARAMS):
     if not fast:
         monkeypatch.setattr(ck, "quick", lambda ins, inputs, r: None)
-    r = Replay(k, [1, 1, 1], [2, 1, 1], PARAMS, (0, 0, 0), Limits(), "")
+    r = Replay(k, [1, 1, 1], [2, 1, 1], params, (0, 0, 0), Limits(), "")
     got = r.run(schedule)
     monkeypatch.undo()
     p = Printer()
@@ -90,3 +90,43 @@ def test_fast_paths_change_no_outcome(name, monkeypatch):
     assert fast == slow and (fast[0] == "ok") == (runs[0][0] == "ok")
     if fast[0] == "ok":   # the engine's word shadows find the checker's per-byte witness
         assert [list(w) for w in fast[1][1]] == [list(w) for w in runs[0][3]]
+
+
+# f16 inputs (issue 17's tensor-core rows): 16-bit loads of an element already loaded, and f16 <-> f32 cvt
+HALF = HEAD.replace("k_param_1\n)", "k_param_1,\n\t.param .u64 k_param_2\n)").replace(
+    "\tld.global.f32 %f1, [%rd6];\n", "\tld.param.u64 %rd10, [k_param_2];\n\tcvta.to.global.u64 %rd11, %rd10;\n"
+    "\tmul.wide.u32 %rd12, %r1, 2;\n\tadd.s64 %rd13, %rd11, %rd12;\n\tmov.f32 %f1, 0f3F800000;\n") \
+    + "\t.reg .b16 %rs<8>;\n"
+HALF_PARAMS = PARAMS + [{"name": "h", "role": "input", "dtype": "f16", "shape": [64]}]
+TWICE = "\tld.global.nc.u16 %rs1, [%rd13];\n\tld.global.nc.u16 %rs2, [%rd13];\n"
+HALF_CASES = {
+    "loaded twice, converted": TWICE + "\tcvt.f32.f16 %f2, %rs1;\n\tcvt.f32.f16 %f3, %rs2;\n"
+                               "\tfma.rn.f32 %f2, %f2, %f3, %f1;\n\tcvt.rn.f16.f32 %rs3, %f2;\n"
+                               "\tcvt.f32.f16 %f4, %rs3;\n\tst.global.f32 [%rd7], %f4;\n",
+    "raw bits converted": "\tmov.b16 %rs4, 15360;\n\tcvt.f32.f16 %f2, %rs4;\n\tst.global.f32 [%rd7], %f2;\n",
+    "16 bits of an f32 input": "\tld.global.u16 %rs1, [%rd6];\n\tld.global.u16 %rs2, [%rd6];\n"
+                               "\tcvt.f32.f16 %f2, %rs2;\n\tst.global.f32 [%rd7], %f2;\n",
+    "misaligned second load": TWICE + "\tld.global.nc.u16 %rs3, [%rd13+1];\n\tcvt.f32.f16 %f2, %rs3;\n"
+                              "\tst.global.f32 [%rd7], %f2;\n",
+    "out of bounds after a load": TWICE + "\tld.global.nc.u16 %rs3, [%rd13+128];\n\tcvt.f32.f16 %f2, %rs3;\n"
+                                  "\tst.global.f32 [%rd7], %f2;\n",
+    "f32 load of two halves": TWICE + "\tld.global.nc.f32 %f2, [%rd13];\n\tst.global.f32 [%rd7], %f2;\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HALF_CASES))
+def test_f16_fast_paths_change_no_outcome(name, monkeypatch):
+    text = HALF + HALF_CASES[name] + TAIL
+    p = Printer()
+    runs = []
+    for fast in (True, False):
+        kind, r = outcome(lambda: engine(parse(text, "t.ptx").kernel(), fast, HALF_PARAMS))
+        runs.append((kind, r) if kind != "ok" else
+                    (kind, {key: p.text(v) for key, v in sorted(r.outputs.items())}, r.schedule))
+    assert runs[0] == runs[1]
+    schedule = runs[0][2] if runs[0][0] == "ok" else [["run", 0, 1]]
+    k = parse(text, "t.ptx").kernel()
+    fast, slow = (outcome(lambda: checker(k, schedule, f, monkeypatch, HALF_PARAMS)) for f in (True, False))
+    assert fast == slow and (fast[0] == "ok") == (runs[0][0] == "ok")
+    if fast[0] == "ok":
+        assert list(fast[1][0].values()) == list(runs[0][1].values())

@@ -41,7 +41,7 @@ from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
 from certificates.kernel import (BARRIERS, INTS, IROUND, RATS, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith,
-                                 mul24, no_gc, null_test, ring, var)
+                                 mul24, no_gc, null_test, ring, typed, var)
 from certificates.poly import ATOMS, Poly, Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -379,7 +379,7 @@ class CTA:
             raise self._err(th, ins, "predicate used as a float")
         if not isinstance(v, int):
             raise self._unsupported(ins, "integer data or a packed pair used as a float")
-        return float_of_bits(v, 32)  # raw integer bits moved into a float register
+        return typed(v, ins.parts[-1] if ins.parts[-1] in FLOAT_TYPES else "f32")   # raw bits, as the checker
 
     def _unsupported(self, ins: Instr, msg: str) -> Unsupported:
         return Unsupported(f"{self.k.file}:{ins.line}: {msg} in `{ins.text}`")
@@ -488,7 +488,7 @@ class CTA:
         space = self._bounds(th, ins, addr, width)
         if space == "table":       # its PTX initial bytes, little-endian
             raw = int.from_bytes(self.tables[addr.alloc[0]][addr - addr.alloc[1]:][:width], "little")
-            return float_of_bits(raw, width * 8) if ty in FLOAT_TYPES else raw
+            return typed(raw, ty) if ty in FLOAT_TYPES else raw
         if space == "local":
             ent = th.lmem.get(addr)
             if ent is None or ent[1] != width:
@@ -1316,7 +1316,7 @@ class CTA:
                 elif isinstance(v, int) and not isinstance(v, bool) and ty not in FLOAT_TYPES:
                     v = _wrap(v, ty)
                 elif isinstance(v, int) and ty in FLOAT_TYPES:
-                    v = float_of_bits(v, _bits(ty))
+                    v = typed(v, ty)
                 self.setreg(th, d, v)
         else:
             for i, d in enumerate(dsts):
@@ -1329,7 +1329,7 @@ class CTA:
                     if isinstance(v, Ptr):
                         v = self.keep(ins, v, _wrap(v, ty))
                     elif isinstance(v, int):
-                        v = _wrap(v, ty) if ty not in FLOAT_TYPES else float_of_bits(v, _bits(ty))
+                        v = _wrap(v, ty) if ty not in FLOAT_TYPES else typed(v, ty)
                 self.store(th, ins, addr.at(i * width) if i else addr, width, v)
 
 
