@@ -78,6 +78,13 @@ def test_sketches_are_linear_across_ranks():
         whole = np.concatenate([a, b], axis=axis)
         assert sk.of(whole) == pytest.approx(sk.of(a, (axis, 0, 2)) + sk.of(b, (axis, 1, 2)))
     assert sk.of(a + b) == pytest.approx(sk.of(a) + sk.of(b))
+    for shape in [(3, 5), (2, 3, 4), (7,), (2, 1, 3, 2)]:   # all axes' piece sketches at once, as one by one
+        v = rng.standard_normal(shape)
+        whole, cats = sk.pieces(v, 1, 3)
+        assert whole == pytest.approx(sk.of(v))
+        assert cats == pytest.approx([sk.of(v, (axis, 1, 3)) for axis in range(v.ndim)])
+        assert fullsize._bounds(v) == np.abs(v).max()
+    assert not np.isfinite(fullsize._bounds(np.array([1.0, np.nan]))) and fullsize._bounds(-np.ones(2)) == 1
     sq = rng.standard_normal((4, 4))   # one vector per (axis, length): a transpose has another sketch
     assert sk.of(sq) != pytest.approx(sk.of(sq.T))
 
@@ -98,6 +105,21 @@ def test_swapped_shards_refuted_and_located():
     cx = found.counterexample
     assert cx is not None and cx.output == "y" and cx.index[0] >= 3 and found.draws == 1
     assert found.located is not None and found.located.name == "m" and found.unmatched == ["y"]
+
+
+def test_a_later_refuting_draw_is_run_again_with_its_sketches(monkeypatch):
+    """Only the first draw is sketched on the way; a later draw that refutes is run again, sketched, and the
+    location is that draw's (here the first draw is made to miss the difference)."""
+    differs, seen = fullsize._differs, []
+
+    def miss_first(r, spec_out, impl_out, spec_env, seed, scale, top):
+        seen.append(scale)
+        return None if scale == fullsize.FAN_IN else differs(r, spec_out, impl_out, spec_env, seed, scale, top)
+    monkeypatch.setattr(fullsize, "_differs", miss_first)
+    r = direct.prepare(_case([_mul(0), _mul(1, "x", "x")], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    found = fullsize.search(r, 0, BIG)
+    assert seen == [fullsize.FAN_IN, 1.0, 1.0] and found.draws == 2
+    assert found.counterexample.scale == 1.0 and found.located.name == "m" and found.unmatched == ["y"]
 
 
 @pytest.mark.parametrize("bug, operator", [(None, None), ("no_all_reduce", "add_5"), ("attention_scale", "mul")])

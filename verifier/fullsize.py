@@ -150,6 +150,28 @@ class Sketches:
             x = np.tensordot(x, np.abs(w) if absolute else w, axes=([axis], [0]))
         return float(x)
 
+    def pieces(self, v: np.ndarray, rank: int, ranks: int) -> tuple[float, list[float]]:
+        """``of(v)`` and, per axis, ``of(v, (axis, rank, ranks))``, in two passes over ``v`` instead of one per
+        axis: the contractions of the trailing axes (``tail[k]``: axes k.. contracted) are shared, and each axis'
+        sketch contracts the leading axes of ``tail[axis + 1]`` before its own."""
+        x, nd = v.astype(float, copy=False), v.ndim
+        tail = [x] * (nd + 1)
+        for k in reversed(range(nd)):
+            tail[k] = np.tensordot(tail[k + 1], self.vec(k, v.shape[k]), axes=([k], [0]))
+        cats = []
+        for a in range(nd):
+            y = tail[a + 1]
+            for k in range(a):   # each time axis k is y's first
+                y = np.tensordot(self.vec(k, v.shape[k]), y, axes=([0], [0]))
+            n = v.shape[a]
+            cats.append(float(np.dot(y, self.vec(a, n * ranks)[rank * n:(rank + 1) * n])))
+        return float(tail[0]), cats
+
+
+def _bounds(v: np.ndarray) -> float:
+    """The largest magnitude in ``v`` (not finite where any element is not), without an absolute-value copy."""
+    return max(float(v.max()), -float(v.min()))
+
 
 def _stem(name: str) -> tuple[str, int]:
     stem, _, rank = name.rpartition("@r")
@@ -158,38 +180,51 @@ def _stem(name: str) -> tuple[str, int]:
 
 def search(r: Result, seed: int, limits: Limits, tries: int = 1) -> Search:
     """Draws ``seed``, ..., ``seed + tries - 1`` at each magnitude of ``DRAWS`` until an expected output
-    differs; on that draw (or the last one), the spec operator where the values first part."""
+    differs; on that draw, the spec operator where the values first part. Only the first draw and a refuting
+    one are sketched (a later refuting draw is run again, the same arrays, with its sketches: sketching costs
+    about as much as the run); with no counterexample, ``unmatched`` is the first draw's."""
     runs = list(itertools.product(range(seed, seed + tries), DRAWS))
+    first: tuple[dict, dict] = ({}, {})
     for n, (s, scale) in enumerate(runs, 1):
-        cx, spec_sk, impl_sk = _one(r, s, scale, limits)
-        if cx is not None or n == len(runs):
+        cx, spec_sk, impl_sk = _one(r, s, scale, limits, sketch=n == 1)
+        if n == 1:
+            first = spec_sk, impl_sk
+        elif cx is not None:
+            cx, spec_sk, impl_sk = _one(r, s, scale, limits, sketch=True)
+        if cx is not None:
             located, unmatched = _locate(r, spec_sk, impl_sk, r.impl.world_size)
-            return Search(cx, n, located if cx is not None else None, unmatched)
-    raise ValueError("no draw")
+            return Search(cx, n, located, unmatched)
+    return Search(None, len(runs), None, _locate(r, *first, r.impl.world_size)[1])
 
 
-def _one(r: Result, seed: int, scale: float | str, limits: Limits) -> tuple[Counterexample | None, dict, dict]:
-    """One draw: its counterexample if any, the spec tensors' sketches (with their absolute values' sketches)
-    and the impl's by ``(stem, shape, ("rank", r))`` and, summed over ranks, ``(stem, shape, ("cat", axis))``."""
+def _one(r: Result, seed: int, scale: float | str, limits: Limits,
+         sketch: bool = True) -> tuple[Counterexample | None, dict, dict]:
+    """One draw: its counterexample if any and, if ``sketch``, the spec tensors' sketches (with their absolute
+    values' sketches) and the impl's by ``(stem, shape, ("rank", r))`` and, summed over ranks,
+    ``(stem, shape, ("cat", axis))`` (else both empty)."""
     spec_env, impl_env = draw(r, seed, scale)
     sk, world, top = Sketches(seed), r.impl.world_size, [0.0]
     spec_sk: dict[str, tuple[float, float]] = {}
     impl_sk: dict[tuple, float] = {}
 
     def on_spec(name: str, v: np.ndarray) -> None:
-        if v.dtype.kind == "f" and v.size and np.isfinite(v).all():
-            spec_sk[name] = (sk.of(v), sk.of(v, absolute=True))
-            top[0] = max(top[0], float(np.abs(v).max()))
+        if v.dtype.kind == "f" and v.size and np.isfinite(m := _bounds(v)):
+            top[0] = max(top[0], m)
+            if sketch:
+                spec_sk[name] = (sk.of(v), sk.of(v, absolute=True))
 
     def on_impl(name: str, v: np.ndarray) -> None:
         stem, rank = _stem(name)
-        if v.dtype.kind != "f" or not v.size or rank < 0 or not np.isfinite(v).all():
+        if v.dtype.kind != "f" or not v.size or rank < 0 or not np.isfinite(m := _bounds(v)):
             return
-        top[0] = max(top[0], float(np.abs(v).max()))
-        impl_sk[stem, v.shape, ("rank", rank)] = sk.of(v)
-        for axis in range(v.ndim):
+        top[0] = max(top[0], m)
+        if not sketch:
+            return
+        whole, cats = sk.pieces(v, rank, world)
+        impl_sk[stem, v.shape, ("rank", rank)] = whole
+        for axis, c in enumerate(cats):
             key = (stem, v.shape, ("cat", axis))
-            impl_sk[key] = impl_sk.get(key, 0.0) + sk.of(v, (axis, rank, world))
+            impl_sk[key] = impl_sk.get(key, 0.0) + c
     spec_out = run(r.spec, spec_env, on_spec, limits)
     impl_out = run(r.impl, impl_env, on_impl, limits)
     return _differs(r, spec_out, impl_out, spec_env, seed, scale, top[0]), spec_sk, impl_sk
