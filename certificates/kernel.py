@@ -451,11 +451,12 @@ def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
     an aligned shared-space address (a store: of a ``Rat``; ``r.load``/``r.store``), integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
     p, o, op, ty, inits = ins.parts, ins.operands, ins.op, ins.parts[-1], r.inits
     if p in (["ld", "shared", "f32"], ["st", "shared", "f32"]) and len(o) == 2 and isinstance(o[op == "ld"], Mem) \
-            and isinstance(o[op == "ld"].base, Reg) and isinstance(o[op == "st"], Reg):
+            and isinstance(o[op == "ld"].base, (Reg, Sym)) and isinstance(o[op == "st"], Reg):
         (base, off), reg = (o[op == "ld"].base.name, o[op == "ld"].offset), o[op == "st"].name
+        fixed = r.sym.get(base) if isinstance(o[op == "ld"].base, Sym) else None   # a variable's own address
 
         def shared(regs, th):
-            a, v = regs.get(base), regs.get(reg)
+            a, v = regs.get(base) if fixed is None else fixed, regs.get(reg)
             if type(a) is not Ptr or a.space != "shared" or (a + off) % 4 or op == "st" and type(v) not in RATS:
                 return False
             if op == "st":

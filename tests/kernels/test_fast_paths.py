@@ -1,6 +1,6 @@
 """The compiled fast paths (issue 17) change no outcome: every kernel below gives, with them and
 without them, the same outputs, schedule and witness or the same error, in the engine (straight-line
-runs of ``_compile``/``_compile_load``/``_compile_shared``/``_compile_setp``/``_compile_cvt``: ``CTA._block``) and in the
+runs of ``_compile``/``_compile_load``/``_compile_shared`` (a register or a variable's name)/``_compile_setp``/``_compile_cvt``: ``CTA._block``) and in the
 checker (``certificates.kernel.quick`` and its runs)."""
 
 import pytest
@@ -42,6 +42,11 @@ CASES = {
     "word split, race on a half": "\tsetp.eq.u32 %p3, %r1, 0;\n\t@%p3 st.shared.f32 [%r2], %f1;\n" + BAR
                                   + "\t@!%p3 st.shared.b16 [%r2+2], %rs1;\n\t@%p3 ld.shared.f32 %f2, [%r2];\n"
                                   + "\tst.global.f32 [%rd7], %f1;\n",
+    "by name, ordered": "\tsetp.eq.u32 %p3, %r1, 0;\n\t@%p3 st.shared.f32 [buf+8], %f1;\n" + BAR
+                        + "\tld.shared.f32 %f2, [buf+8];\n" + OUT,
+    "by name, race": "\tst.shared.f32 [buf+8], %f1;\n\tld.shared.f32 %f2, [buf+8];\n" + OUT,
+    "by name, misaligned": STORE + BAR + "\tld.shared.f32 %f2, [buf+2];\n" + OUT,
+    "by name, out of bounds": STORE + BAR + "\tld.shared.f32 %f2, [buf+256];\n" + OUT,
     "wrapping add": "\tmov.u32 %r6, 2147483647;\n\tadd.s32 %r7, %r6, %r6;\n\tsetp.eq.s32 %p1, %r7, -2;\n"
                     "\tselp.f32 %f2, %f1, 0f40000000, %p1;\n" + OUT,
 }

@@ -1570,19 +1570,20 @@ def _compile_setp(ins: Instr):
 
 def _compile_shared(ins: Instr, cta: CTA):
     """``ld.shared.f32 r, [a+off]`` / ``st.shared.f32 [a+off], r`` through a shared-space address
-    ``a`` of a shared variable, ``a+off`` aligned and inside it, of a ``Rat`` (a load: a 4-byte value
+    ``a`` (a register, or a variable's name) of a shared variable, ``a+off`` aligned and inside it, of a ``Rat`` (a load: a 4-byte value
     that is one): what ``_mem`` does, race record included (the thread ``cta.cur``); anything else
     (another width or value, an error) takes the general path."""
     p, ops = ins.parts, ins.operands
     if ins.op not in ("ld", "st") or p != [ins.op, "shared", "f32"] or len(ops) != 2:
         return None
     m, r = (ops[1], ops[0]) if ins.op == "ld" else ops
-    if not isinstance(m, Mem) or not isinstance(m.base, Reg) or not isinstance(r, Reg):
+    if not isinstance(m, Mem) or not isinstance(m.base, (Reg, Sym)) or not isinstance(r, Reg):
         return None
     base, off, name, smem = m.base.name, m.offset, r.name, cta.smem
+    fixed = cta.sym_addr.get(base) if isinstance(m.base, Sym) else None   # a shared variable's own address
 
     def at(regs) -> int:
-        a = regs.get(base)
+        a = regs.get(base) if fixed is None else fixed
         if type(a) is not Ptr or a.space != "shared" or a.alloc[3] != "shared":
             raise _FB
         x = int(a) + off
