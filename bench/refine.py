@@ -78,11 +78,24 @@ def full_size(case_module: str, call: str):
     return run
 
 
+HF_FULL = [("Llama (SDPA, GQA 12/4 heads, hidden 768), DTensor TP2, fwd+bwd", "examples.cases.hf_llama_sdpa_tp"),
+           ("Qwen2 (SDPA, GQA 16/4 heads, hidden 1024), DTensor TP2, fwd", "examples.cases.hf_qwen2_sdpa_tp")]
+HF_BUGS = [None, "no_all_reduce", "o_proj_no_all_reduce", "attention_scale"]   # examples/models/hf_models.py
+
+
+def hf_full_size() -> list:
+    """The transformers models called normally at vocabulary 32000, sequence 1024, hidden 768 (Llama, forward and
+    backward) or 1024 (Qwen2, forward): ``FULL`` of each case, correct and with each planted bug of ``hf_models.BUGS``."""
+    return [(f"transformers {name} full size{', ' + bug if bug else ''}",
+             full_size(module, f"make_case(2, bug={bug!r}, size=FULL)")) for name, module in HF_FULL for bug in HF_BUGS]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the smallest workloads only")
     p.add_argument("--full", action="store_true", help="megatron-core GPTModel at vocabulary 32768, sequence 1024, "
-                   "hidden 768 through pvcert verify: correct (too large to prove) and with planted bugs")
+                   "hidden 768, and transformers Llama and Qwen2 at vocabulary 32000, sequence 1024, hidden 768 / 1024, "
+                   "through pvcert verify: correct (too large to prove) and with planted bugs")
     p.add_argument("--json", default=None, help="default bench/results/refine.json (refine-full.json with --full)")
     args = p.parse_args()
     args.json = args.json or os.path.join(ROOT, "bench", "results", "refine-full.json" if args.full else "refine.json")
@@ -93,6 +106,12 @@ def main() -> int:
                        (2, "attention_scale"), (8, "attention_scale")]:
             h.run(f"megatron-core GPTModel full size TP{w}{', ' + bug if bug else ''}",
                   full_size("examples.cases.megatron_gpt", f"make_case({w}, bug={bug!r}, size=FULL)"))
+        try:
+            import transformers  # noqa: F401
+            for name, run in hf_full_size():
+                h.run(name, run)
+        except ImportError:
+            print("transformers not installed: its workloads are skipped")
         h.write(args.json)
         return 0
     from examples.cases.gpt_tp_sp import make_case as gpt

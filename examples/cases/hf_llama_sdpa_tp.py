@@ -22,10 +22,11 @@ from verifier.capture.trace import InputSpec
 SEQ, VOCAB = 3, 4
 SMALL = dict(vocab=VOCAB, seq=SEQ, hidden=8, heads=4, kv_heads=2, ffn=8)
 SIZES = dict(heads=4, kv_heads=2, vocab=VOCAB, hidden=8, ffn=8, attn="sdpa")
-# A TinyLlama-like width at a real vocabulary and context: 16 query heads of 64, 4 key/value heads (GQA),
-# 32000 tokens, sequence 1024; the MLP width 2816 (2.75 x hidden, a multiple of 256). Forward and backward at
-# this size run in about a minute at full size on 2 cores (docs/benchmarks.md).
-FULL = dict(vocab=32000, seq=1024, hidden=1024, heads=16, kv_heads=4, ffn=2816)
+# Real sizes: Llama's 32000-token vocabulary, sequence 1024, GPT-2 small's width (hidden 768, 12 query heads of
+# 64) with 4 key/value heads (GQA) and the MLP width 2048 (8/3 x hidden). The largest that runs forward and
+# backward at full size in about 2 minutes on 2 cores for the correct model (four draws) and under 6 GB; hidden
+# 1024 (16/4 heads, MLP 2816) took 2 min 50 s and 5.4 GB (docs/benchmarks.md).
+FULL = dict(vocab=32000, seq=1024, hidden=768, heads=12, kv_heads=4, ffn=2048)
 
 
 def make_case(world: int = 2, bug: str | None = None, size: dict | None = None) -> CaptureCase:

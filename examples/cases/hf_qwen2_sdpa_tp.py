@@ -17,8 +17,8 @@ from verifier.capture.trace import InputSpec
 
 SEQ, VOCAB = 3, 4
 SMALL = dict(vocab=VOCAB, seq=SEQ, hidden=8, heads=4, kv_heads=2, ffn=8)
-# Qwen2-0.5B's attention shape at a 32k vocabulary and sequence 1024: 14 query heads of 64, 2 key/value heads
-# would not split over 4 ranks, so 16 and 4 (as the Llama's); MLP width 2816. Forward only.
+# Real sizes, forward only: a 32000-token vocabulary, sequence 1024, hidden 1024 with 16 query heads of 64 and
+# 4 key/value heads (Qwen2-0.5B's 14 and 2 would not split over 4 ranks), MLP width 2816.
 FULL = dict(vocab=32000, seq=1024, hidden=1024, heads=16, kv_heads=4, ffn=2816)
 
 
