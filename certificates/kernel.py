@@ -681,12 +681,16 @@ class Replay:
             t.state, t.wait, t.pc = "run", None, t.pc + 1
 
     def sync(self, group: list[Th]) -> None:
-        """A barrier: each thread ticks its clock; all get the join of their clocks."""
+        """A barrier: each thread ticks its clock; all get the join of their clocks. Clocks change only here, so
+        no thread holds more of thread i than i does: with every thread in the group, the join is their own entries."""
         joined = [0] * self.n
         for t in group:
             t.vc[t.lin] += 1
             t.syncs.append(t.pc)
-            joined = [max(a, b) for a, b in zip(joined, t.vc)]
+            if len(group) == self.n:
+                joined[t.lin] = t.vc[t.lin]
+            else:
+                joined = [max(a, b) for a, b in zip(joined, t.vc)]
         for t in group:
             t.vc = list(joined)
 

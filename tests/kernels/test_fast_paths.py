@@ -135,3 +135,32 @@ def test_f16_fast_paths_change_no_outcome(name, monkeypatch):
     assert fast == slow and (fast[0] == "ok") == (runs[0][0] == "ok")
     if fast[0] == "ok":
         assert list(fast[1][0].values()) == list(runs[0][1].values())
+
+
+def test_full_barrier_join_is_each_threads_own_clock():
+    """``CTA._sync`` of all n threads takes each one's own entry as the join (clocks change only by ticks and
+    joins, so no thread holds more of thread i than i does): the same clocks as the n^2 join, after random
+    warp-sized and full barriers."""
+    import random
+
+    k = parse(HEAD + TAIL, "t.ptx").kernel()
+    cta = ex.CTA(k, [1, 1, 1], [96, 1, 1], PARAMS)
+    rng = random.Random(5)
+    for _ in range(40):
+        group = cta.threads if rng.random() < 0.3 else rng.sample(cta.threads, rng.randint(1, 95))
+        want = [max(t.vc[i] + (i == t.lin) for t in group) for i in range(cta.n)]
+        cta._sync(group)
+        assert all(t.vc == want for t in group)
+
+
+def test_checker_full_barrier_join_is_each_threads_own_clock():
+    """The same for the checker's ``Replay.sync``."""
+    import random
+
+    r = Replay(parse(HEAD + TAIL, "t.ptx").kernel(), [1, 1, 1], [96, 1, 1], PARAMS, (0, 0, 0), Limits(), "")
+    rng = random.Random(7)
+    for _ in range(40):
+        group = r.th if rng.random() < 0.3 else rng.sample(r.th, rng.randint(1, 95))
+        want = [max(t.vc[i] + (i == t.lin) for t in group) for i in range(r.n)]
+        r.sync(group)
+        assert all(t.vc == want for t in group)

@@ -698,11 +698,17 @@ class CTA:
         return released
 
     def _sync(self, group: list[Thread]) -> None:
+        """Each member's own clock ticks; all then hold the join of their clocks. Clocks change only here
+        (ticks and joins), so no thread holds more of thread i than i itself: with every thread in the
+        group the join is each one's own entry (n steps, not n^2)."""
         n = self.n
         joined = [0] * n
         for t in group:
             t.vc[t.lin] += 1
             t.syncs.append(t.pc)
+            if len(group) == n:
+                joined[t.lin] = t.vc[t.lin]
+                continue
             vc = t.vc
             for i in range(n):
                 if vc[i] > joined[i]:
