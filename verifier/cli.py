@@ -91,6 +91,8 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
     from .refine import report
 
     print(f"{case.name}: not decided ({limit}); running both graphs at full size for a counterexample")
+    if not args.debug:   # the frames of the failed proof (reduced graphs, inference) are not needed again
+        limit.__traceback__ = None
     big = dataclasses.replace(limits, max_elements=FULL_ELEMENTS)   # the same clock
     t0 = time.monotonic()
     try:
