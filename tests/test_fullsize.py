@@ -2,6 +2,9 @@
 counterexample, located by value at the operator the per-operator engine names at small sizes; a
 correct program keeps its LIMIT."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -12,6 +15,7 @@ from certificates.limits import Limits
 from verifier import direct, fullsize
 from verifier.case import Case
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIG = Limits(max_elements=1 << 24)
 
 
@@ -143,3 +147,20 @@ def test_megatron_gpt_too_large_to_prove(bug, operator, tmp_path, capsys):
                      "size=dict(vocab=4, seq=2, hidden=8, heads=4))\n")
     assert cli.main(["verify", str(small)]) == 1
     assert f"first unrelated spec operator: '{operator}'" in capsys.readouterr().out
+
+
+def test_full_size_refutation_in_json(tmp_path, capsys):
+    """``--json``: a full-size refutation is one schema-valid object (docs/schema/output-v1.json) whose result
+    names the located operator with its module path, and the executed counterexample."""
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+    jsonschema = pytest.importorskip("jsonschema")
+    cli = pytest.importorskip("verifier.cli")
+    big = tmp_path / "big.py"
+    big.write_text("from examples.cases import megatron_gpt\nCASE = megatron_gpt.make_case(2, bug='no_all_reduce', "
+                   "size=dict(vocab=1024, seq=32, hidden=256, heads=4))\n")
+    assert cli.main(["verify", str(big), "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator(json.load(open(os.path.join(ROOT, "docs", "schema", "output-v1.json")))).validate(obj)
+    (result,) = obj["results"]
+    assert result["verdict"] == "REFUTED" and result["location"]["operator"] == "add_5"
+    assert result["location"]["module"] == "decoder.layers.0" and obj["counterexample"]["output"] == "out"

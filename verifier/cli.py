@@ -112,7 +112,7 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
         lines.insert(1, f"  located by value at full size: spec operator '{n.name}' ({report.where(n)}) is the first "
                         "whose result no impl tensor carries (as a copy, a sum or mean over ranks, or a concatenation "
                         "across ranks) while its inputs' are carried")
-    where = {"operator": n.name, "target": n.target, "by": "value"} if n is not None else None
+    where = {"operator": n.name, "target": n.target, **(n.source or {})} if n is not None else None
     return _emit(args, Verdict(REFUTED, case.name, f"'{cx.output}' differs at full size (too large to prove: "
                                "the LIMIT above)", evidence=lines), seconds, cx, where)
 
