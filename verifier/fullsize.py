@@ -7,7 +7,7 @@ graphs in numpy dropping every tensor after its last reader, and compares the ex
 ``direct.refute`` does. Every tensor is also summarized by a *sketch*, its contraction with one random
 vector per (axis, length); sketches are linear, so a concatenation across ranks or a sum over ranks has
 the sketch of its pieces' sketches. ``Search.located`` is the first spec operator (in graph order) whose
-inputs every have an impl counterpart by sketch but one of whose float results has none: where the
+inputs all have an impl counterpart by sketch but one of whose float results has none: where the
 values first part, by value only (the proof of a location is the per-operator engine's, at sizes it
 can decide).
 """
