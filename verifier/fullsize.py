@@ -104,10 +104,11 @@ def _distinct(ix: np.ndarray) -> bool:
 
 
 def run(g: Graph, env: dict, seen, limits: Limits) -> dict[str, np.ndarray]:
-    """Evaluate ``g`` numerically (as ``certificates.graph.evaluate``), dropping each tensor after its last
-    reader; ``seen(name, value)`` is told every tensor. Returns the outputs."""
+    """Evaluate ``g`` numerically (as ``certificates.graph.evaluate``) on ``env``, which it consumes: each
+    tensor, inputs included, is dropped after its last reader; ``seen(name, value)`` is told every tensor.
+    Returns the outputs."""
     last = {x: k for k, n in enumerate(g.nodes) for x in n.inputs if x is not None}
-    vals, keep = dict(env), set(g.outputs)
+    vals, keep = env, set(g.outputs)
     for name, v in env.items():
         seen(name, v)
     for k, node in enumerate(g.nodes):
@@ -225,24 +226,31 @@ def _one(r: Result, seed: int, scale: float | str, limits: Limits,
         for axis, c in enumerate(cats):
             key = (stem, v.shape, ("cat", axis))
             impl_sk[key] = impl_sk.get(key, 0.0) + c
+    shown = {n: _short(spec_env[n]) for n in r.spec.inputs}   # the inputs as the report shows them
     spec_out = run(r.spec, spec_env, on_spec, limits)
     impl_out = run(r.impl, impl_env, on_impl, limits)
-    return _differs(r, spec_out, impl_out, spec_env, seed, scale, top[0]), spec_sk, impl_sk
+    return _differs(r, spec_out, impl_out, shown, seed, scale, top[0]), spec_sk, impl_sk
 
 
-def _differs(r: Result, spec_out: dict, impl_out: dict, spec_env: dict, seed: int, scale: float | str,
+CHUNK = 1 << 22   # output elements compared at once (the comparison's temporaries stay small)
+
+
+def _differs(r: Result, spec_out: dict, impl_out: dict, shown: dict, seed: int, scale: float | str,
              top: float) -> Counterexample | None:
     slack = (1.0 if scale == FAN_IN else scale) * ATOL + ROUNDING * top
     for name, exprs in r.expect.items():
         want = np.asarray(spec_out[name], dtype=float)
         for t in exprs:
-            got = np.asarray(terms.evaluate(t, impl_out.__getitem__), dtype=float)
-            bad = np.isfinite(want) & np.isfinite(got) & ~np.isclose(want, got, rtol=RTOL, atol=slack)
-            if bad.any():
-                idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            got = np.broadcast_to(np.asarray(terms.evaluate(t, impl_out.__getitem__), dtype=float), want.shape)
+            first, count = None, 0
+            for lo in range(0, want.size, CHUNK):   # as direct.refute: both finite, beyond the tolerance
+                a, b = want.reshape(-1)[lo:lo + CHUNK], got.reshape(-1)[lo:lo + CHUNK]
+                bad = np.flatnonzero(np.isfinite(a) & np.isfinite(b) & ~np.isclose(a, b, rtol=RTOL, atol=slack))
+                first, count = first if first is not None or not bad.size else lo + int(bad[0]), count + bad.size
+            if count:
+                idx = tuple(int(i) for i in np.unravel_index(first, want.shape))
                 kind = FanInCounterexample if scale == FAN_IN else Counterexample
-                return kind(seed, {n: _short(spec_env[n]) for n in r.spec.inputs}, name, str(t), idx,
-                            float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size),
+                return kind(seed, shown, name, str(t), idx, float(want[idx]), float(got[idx]), count, int(want.size),
                             1.0 if scale == FAN_IN else scale)
     return None
 
