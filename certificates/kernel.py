@@ -445,10 +445,10 @@ def mma_acc(g: int, q: int) -> tuple:
 
 
 def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
-    """A shortcut ``f(regs, th) -> bool`` (or None) doing what ``step`` does and returning True, or changing
-    nothing and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs``
-    element (a 16-bit load of an f16 one), cvt between f16 and f32 of a ``Rat``, ``ld/st.shared.f32`` through
-    an aligned shared-space address (a store: of a ``Rat``; ``r.load``/``r.store``), integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
+    """A shortcut ``f(regs, th) -> bool`` (or None) doing what ``step`` does and returning True, or changing nothing
+    and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs`` element (16 bits
+    of an f16 one), f16/f32 cvt of a ``Rat``, ``ld/st.shared.f32`` at an aligned shared address (a store: of a ``Rat``),
+    integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
     p, o, op, ty, inits = ins.parts, ins.operands, ins.op, ins.parts[-1], r.inits
     if p in (["ld", "shared", "f32"], ["st", "shared", "f32"]) and len(o) == 2 and isinstance(o[op == "ld"], Mem) \
             and isinstance(o[op == "ld"].base, (Reg, Sym)) and isinstance(o[op == "st"], Reg):

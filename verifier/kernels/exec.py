@@ -1575,10 +1575,10 @@ def _compile_setp(ins: Instr):
 
 
 def _compile_shared(ins: Instr, cta: CTA):
-    """``ld.shared.f32 r, [a+off]`` / ``st.shared.f32 [a+off], r`` through a shared-space address
-    ``a`` (a register, or a variable's name) of a shared variable, ``a+off`` aligned and inside it, of a ``Rat`` (a load: a 4-byte value
-    that is one): what ``_mem`` does, race record included (the thread ``cta.cur``); anything else
-    (another width or value, an error) takes the general path."""
+    """``ld.shared.f32 r, [a+off]`` / ``st.shared.f32 [a+off], r`` through a shared-space address ``a`` (a
+    register, or a variable's name) of a shared variable, ``a+off`` aligned and inside it, of a ``Rat`` (a
+    load: a 4-byte value that is one): what ``_mem`` does, race record included (the thread ``cta.cur``);
+    anything else (another width or value, an error) takes the general path."""
     p, ops = ins.parts, ins.operands
     if ins.op not in ("ld", "st") or p != [ins.op, "shared", "f32"] or len(ops) != 2:
         return None
