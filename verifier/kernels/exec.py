@@ -42,7 +42,7 @@ from fractions import Fraction
 from certificates.errors import CheckError, Unsupported
 from certificates.kernel import (BARRIERS, INTS, IROUND, RATS, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith,
                                  mul24, no_gc, null_test, ring, typed, var)
-from certificates.poly import ATOMS, Poly, Rat, apply
+from certificates.poly import Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
