@@ -108,17 +108,32 @@ def refute(r: Result, seed: int, limits: Limits, tries: int = TRIES) -> Countere
             s_vals, i_vals = numeric_values(r, s, limits, scale)
         except ImplFailed:   # not a counterexample: the impl's inputs may be out of its domain
             continue
-        slack = scale * ATOL + ROUNDING * max(_magnitude(s_vals), _magnitude(i_vals))
-        for name, exprs in r.expect.items():
-            want = np.asarray(s_vals[name], dtype=float)
-            for t in exprs:
-                got = np.asarray(refinement.terms.evaluate(t, i_vals.__getitem__), dtype=float)
-                bad = np.isfinite(want) & np.isfinite(got) & ~np.isclose(want, got, rtol=RTOL, atol=slack)
-                if bad.any():
-                    idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                    return Counterexample(s, {n: _short(s_vals[n]) for n in r.spec.inputs}, name, str(t), idx,
-                                          float(want[idx]), float(got[idx]), int(bad.sum()), int(bad.size),
-                                          scale)
+        hit = differing(r, s_vals, i_vals, scale * ATOL + ROUNDING * max(_magnitude(s_vals), _magnitude(i_vals)))
+        if hit:
+            return Counterexample(s, {n: _short(s_vals[n]) for n in r.spec.inputs}, *hit, scale)
+    return None
+
+
+CHUNK = 1 << 22   # elements compared at once: the comparison's temporaries stay small at full size
+
+
+def differing(r: Result, s_vals: dict, i_vals: dict, slack: float) -> tuple | None:
+    """The first expected output element whose values differ, both finite, by more than ``slack`` plus
+    ``RTOL`` of the value: ``(output, expression, index, spec value, impl value, elements that differ, of)``."""
+    for name, exprs in r.expect.items():
+        want = np.asarray(s_vals[name], dtype=float)
+        for t in exprs:
+            got = np.broadcast_to(np.asarray(refinement.terms.evaluate(t, i_vals.__getitem__), dtype=float),
+                                  want.shape)
+            first, count = None, 0
+            for lo in range(0, want.size, CHUNK):
+                a, b = want.reshape(-1)[lo:lo + CHUNK], got.reshape(-1)[lo:lo + CHUNK]
+                bad = np.flatnonzero(np.isfinite(a) & np.isfinite(b) & ~np.isclose(a, b, rtol=RTOL, atol=slack))
+                first = lo + int(bad[0]) if first is None and bad.size else first
+                count += bad.size
+            if count:
+                idx = tuple(int(i) for i in np.unravel_index(first, want.shape))
+                return name, str(t), idx, float(want[idx]), float(got[idx]), count, int(want.size)
     return None
 
 

@@ -27,7 +27,7 @@ from certificates.limits import Limits
 from certificates.ops import ShapeError
 from certificates.refinement import _uses
 
-from .direct import ATOL, ROUNDING, RTOL, SCALES, Result, _short
+from .direct import ATOL, ROUNDING, SCALES, Result, _short, differing
 from .verdict import Counterexample
 
 MATCH = 1e-7   # sketches agree within this fraction of the sketch of the absolute values
@@ -232,27 +232,12 @@ def _one(r: Result, seed: int, scale: float | str, limits: Limits,
     return _differs(r, spec_out, impl_out, shown, seed, scale, top[0]), spec_sk, impl_sk
 
 
-CHUNK = 1 << 22   # output elements compared at once (the comparison's temporaries stay small)
-
-
 def _differs(r: Result, spec_out: dict, impl_out: dict, shown: dict, seed: int, scale: float | str,
              top: float) -> Counterexample | None:
-    slack = (1.0 if scale == FAN_IN else scale) * ATOL + ROUNDING * top
-    for name, exprs in r.expect.items():
-        want = np.asarray(spec_out[name], dtype=float)
-        for t in exprs:
-            got = np.broadcast_to(np.asarray(terms.evaluate(t, impl_out.__getitem__), dtype=float), want.shape)
-            first, count = None, 0
-            for lo in range(0, want.size, CHUNK):   # as direct.refute: both finite, beyond the tolerance
-                a, b = want.reshape(-1)[lo:lo + CHUNK], got.reshape(-1)[lo:lo + CHUNK]
-                bad = np.flatnonzero(np.isfinite(a) & np.isfinite(b) & ~np.isclose(a, b, rtol=RTOL, atol=slack))
-                first, count = first if first is not None or not bad.size else lo + int(bad[0]), count + bad.size
-            if count:
-                idx = tuple(int(i) for i in np.unravel_index(first, want.shape))
-                kind = FanInCounterexample if scale == FAN_IN else Counterexample
-                return kind(seed, shown, name, str(t), idx, float(want[idx]), float(got[idx]), count, int(want.size),
-                            1.0 if scale == FAN_IN else scale)
-    return None
+    fan_in = scale == FAN_IN
+    hit = differing(r, spec_out, impl_out, (1.0 if fan_in else scale) * ATOL + ROUNDING * top)
+    return (FanInCounterexample if fan_in else Counterexample)(seed, shown, *hit, 1.0 if fan_in else scale) \
+        if hit else None
 
 
 class FanInCounterexample(Counterexample):
