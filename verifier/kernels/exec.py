@@ -46,6 +46,8 @@ from certificates.poly import Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
+from . import simt
+
 LN2 = apply("log", 2)
 INV_LN2 = Rat.of(1) / LN2
 LOG2E_F32_BITS = 0x3FB8AA3B
@@ -1680,9 +1682,19 @@ def static_check(kernel: Kernel) -> None:
                               f"is not modelled yet in `{ins.text}`")
 
 
+LOCKSTEP = True   # try simt.Lockstep first where its static gate allows (off: per thread only)
+
+
 def run_cta(kernel: Kernel, grid, block, params, cta=(0, 0, 0), side: str = "", dyn: int | None = None) -> Result:
-    """Run one CTA; ``side`` names its never-written shared memory (``reference.shared@uninit[..]``)."""
+    """Run one CTA; ``side`` names its never-written shared memory (``reference.shared@uninit[..]``).
+    Lockstep (``simt``) either gives exactly the per-thread result or falls back to it from scratch."""
     static_check(kernel)
-    cta = CTA(kernel, grid, block, params, cta, side, dyn)
     with no_gc():
-        return cta.run()
+        if LOCKSTEP and simt.eligible(kernel):
+            try:
+                lock = simt.Lockstep(CTA(kernel, grid, block, params, cta, side, dyn), MAX_STEPS, SHARED_BASE)
+                outs, steps, barriers, schedule, witness, written, touched = lock.run()
+                return Result(outs, steps, barriers, lock.n, schedule, witness, written, touched)
+            except Exception:   # simt.Fallback, or anything it did not foresee: the per-thread path decides
+                pass
+        return CTA(kernel, grid, block, params, cta, side, dyn).run()
