@@ -23,7 +23,7 @@ from array import array
 
 import numpy as np
 
-from certificates.kernel import BARRIERS, FLOATS, INTS, Dot, Ptr, Var, bits, float_of_bits, typed, var, wrap
+from certificates.kernel import BARRIERS, FLOATS, INTS, RATS, Dot, Ptr, Var, bits, float_of_bits, fma, typed, var, wrap
 from certificates.poly import ONE_P, Rat
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
@@ -126,10 +126,13 @@ class ObjCol(Col):
 
 
 class Group:
-    __slots__ = ("pc", "tids", "regs", "bar")
+    """Threads ``tids`` at ``pc``. A group split off ``base`` (its threads ``base.tids[idx]``, ``base`` no
+    longer run) reads the registers it has not written from there, sliced when first read."""
+    __slots__ = ("pc", "tids", "regs", "bar", "base", "idx")
 
-    def __init__(self, pc: int, tids: np.ndarray, regs: dict) -> None:
-        self.pc, self.tids, self.regs, self.bar = pc, tids, regs, None
+    def __init__(self, pc: int, tids: np.ndarray, regs: dict, base: Group | None = None,
+                 idx: np.ndarray | None = None) -> None:
+        self.pc, self.tids, self.regs, self.bar, self.base, self.idx = pc, tids, regs, None, base, idx
 
 
 def _mod(a: np.ndarray, t: str) -> np.ndarray:
@@ -312,14 +315,14 @@ class Lockstep:
         if not ins.operands:
             return 0
         o = ins.operands[0]
-        v = o.value if isinstance(o, Imm) else g.regs.get(o.name, _NO) if isinstance(o, Reg) else _NO
+        v = o.value if isinstance(o, Imm) else self._get(g, o.name) if isinstance(o, Reg) else _NO
         if type(v) is not int:
             raise Fallback
         return wrap(v, "u32")
 
     def _guard(self, g: Group, guard: tuple):
         """Whether each thread executes: True, False, or a bool column."""
-        v = g.regs.get(guard[0], _NO)
+        v = self._get(g, guard[0])
         if type(v) is PredCol:
             ex = v.a != guard[1]
         elif type(v) is IntCol:
@@ -332,30 +335,66 @@ class Lockstep:
 
     # ------------------------------------------------------------------ groups
 
+    def _get(self, g: Group, name: str):
+        """Register ``name`` of ``g`` (``_NO`` if unset)."""
+        v = g.regs.get(name, _NO)
+        if v is _NO and g.base is not None:
+            v = self._get(g.base, name)
+            if v is not _NO:
+                v = g.regs[name] = self._slice(v, g.idx)
+        return v
+
+    def _names(self, g: Group) -> set:
+        return set(g.regs) if g.base is None else set(g.regs) | self._names(g.base)
+
+    def _slice(self, c, idx: np.ndarray):
+        """Column ``c`` at positions ``idx``."""
+        t = type(c)
+        if t is IntCol:
+            return IntCol(c.a[idx], c.u)
+        if t is PtrCol:
+            return PtrCol(c.a[idx], c.alloc, c.space)
+        if t is DotCol:
+            return DotCol(c.base, [k[idx] for k in c.keys[:c.k]], c.k)
+        if t is ObjCol:
+            return ObjCol([c.v[i] for i in idx.tolist()])
+        if t is PredCol or t is AtomCol:
+            return t(c.a[idx])
+        return c
+
     def _take(self, g: Group, sel: np.ndarray) -> Group:
         idx = np.flatnonzero(sel)
-        regs = {}
-        for name, c in g.regs.items():
-            t = type(c)
-            if t is PtrCol:
-                c = PtrCol(c.a[idx], c.alloc, c.space)
-            elif t is DotCol:
-                c = DotCol(c.base, [k[idx] for k in c.keys[:c.k]], c.k)
-            elif t is ObjCol:
-                c = ObjCol([c.v[i] for i in idx.tolist()])
-            elif t is IntCol:
-                c = IntCol(c.a[idx], c.u)
-            elif t in (PredCol, AtomCol):
-                c = t(c.a[idx])
-            regs[name] = c
-        return Group(g.pc, g.tids[idx], regs)
+        return Group(g.pc, g.tids[idx], {}, g, idx)
 
     def _merge(self, gs: list[Group]) -> Group:
-        """One group of the threads of ``gs`` (all at one pc); a register some lack is unset (``_NO``) there."""
-        names = set().union(*(g.regs for g in gs))
+        """One group of the threads of ``gs`` (all at one pc); a register some lack is unset (``_NO``)
+        there. The groups split off one base rejoin first, into that base's order, sharing what they did
+        not write."""
+        gs = list(gs)
+        while len(gs) > 1:
+            kids: dict[int, list[Group]] = {}
+            for g in gs:
+                if g.base is not None:
+                    kids.setdefault(id(g.base), []).append(g)
+            ks = next((ks for ks in kids.values() if sum(len(k.tids) for k in ks) == len(ks[0].base.tids)), None)
+            if ks is None or len(ks) < 2:
+                break
+            gs = [g for g in gs if all(g is not k for k in ks)] + [self._rejoin(ks)]
+        if len(gs) == 1:
+            return gs[0]
+        names = set().union(*(self._names(g) for g in gs))
         sizes = [len(g.tids) for g in gs]
-        regs = {name: self._join([g.regs.get(name, _NO) for g in gs], sizes) for name in names}
+        regs = {name: self._join([self._get(g, name) for g in gs], sizes) for name in names}
         return Group(gs[0].pc, np.concatenate([g.tids for g in gs]), regs)
+
+    def _rejoin(self, ks: list[Group]) -> Group:
+        b = ks[0].base
+        order = np.argsort(np.concatenate([k.idx for k in ks]))
+        sizes = [len(k.tids) for k in ks]
+        regs = dict(b.regs)
+        for name in set().union(*(k.regs for k in ks)):
+            regs[name] = self._slice(self._join([self._get(k, name) for k in ks], sizes), order)
+        return Group(ks[0].pc, b.tids, regs, b.base, b.idx)
 
     def _join(self, cs: list, sizes: list[int]):
         c0 = cs[0]
@@ -448,7 +487,7 @@ class Lockstep:
         return ObjCol(vals)
 
     def _reg(self, g: Group, name: str):
-        v = g.regs.get(name, _NO)
+        v = self._get(g, name)
         if v is _NO:
             raise Fallback
         return v
@@ -474,8 +513,8 @@ class Lockstep:
         if fast is not None:
             if fast(g, ins):
                 return
-        elif op in ("fma", "mad") and ty == "f32":
-            if self._fma(g, ins):
+        elif ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and "sat" not in ins.parts:
+            if op in ("add", "sub", "mul") and self._real(g, ins) or self._fma(g, ins) or self._real(g, ins):
                 return
         elif ty in INTS and len(ins.operands) > 1 and isinstance(ins.operands[0], Reg) and self._int(g, ins):
             return
@@ -694,6 +733,45 @@ class Lockstep:
             g.regs[ops[0].name] = DotCol(c, [key], 1)
         else:
             return False
+        return True
+
+    def _real(self, g: Group, ins: Instr) -> bool:
+        """``add sub mul fma mad`` of reals (``Rat``, ``Var``, ``Dot``), per thread as ``CTA._float``."""
+        ops, m = ins.operands, len(g.tids)
+        if len(ops) != (4 if ins.op in ("fma", "mad") else 3) or not isinstance(ops[0], Reg):
+            return False
+        args = []
+        for o in ops[1:]:
+            if isinstance(o, FImm):
+                v = float_of_bits(o.bits, o.width)
+                if type(v) is not Rat:
+                    return False
+                args.append([v] * m)
+                continue
+            if not isinstance(o, Reg):
+                return False
+            v = self._reg(g, o.name)
+            if not isinstance(v, Col):
+                if type(v) not in RATS:
+                    return False
+                args.append([v] * m)
+                continue
+            if type(v) not in (AtomCol, DotCol, ObjCol):
+                return False
+            vals = self._list(g, o.name)
+            if not all(type(x) in RATS for x in vals):
+                return False
+            args.append(vals)
+        op = ins.op
+        if op == "add":
+            r = [x + y for x, y in zip(*args)]
+        elif op == "sub":
+            r = [x - y for x, y in zip(*args)]
+        elif op == "mul":
+            r = [x * y for x, y in zip(*args)]
+        else:
+            r = [fma(x, y, z) for x, y, z in zip(*args)]
+        g.regs[ops[0].name] = ObjCol(r)
         return True
 
     def _atoms(self, v, m: int):
