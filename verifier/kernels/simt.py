@@ -675,7 +675,9 @@ class Lockstep:
         xs = [self._ints(v, m) for v in vals]
         if any(x is None for x in xs):
             return False
-        a, b = _exact(xs[0], ty), _exact(xs[1], ty)
+        a, b = _mod(xs[0], ty), _mod(xs[1], ty)
+        if ty[0] != "s" and bits(ty) == 64:   # unsigned order of the values modulo 2^64
+            a, b = a ^ np.int64(-1 << 63), b ^ np.int64(-1 << 63)
         cmp = p[1]
         r = (a == b if cmp == "eq" else a != b if cmp == "ne" else a < b if cmp in ("lt", "lo")
              else a <= b if cmp in ("le", "ls") else a > b if cmp in ("gt", "hi") else a >= b)

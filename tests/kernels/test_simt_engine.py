@@ -1,0 +1,188 @@
+"""Lockstep execution in the engine (issue 17, ``verifier.kernels.simt``): with it, ``run_cta`` gives exactly
+the per-thread result (printed outputs and their order, steps, barriers, schedule, witness, output bytes
+written and touched) or the same error, on every corpus kernel and on small racy / odd kernels; and on
+the GEMM kernels it really completes (no fallback)."""
+
+import pytest
+
+from certificates.errors import CheckError
+from certificates.kernel import Printer, bind, no_gc, shared_bytes
+from certificates.ptx import parse
+from verifier.kernels import exec as ex
+from verifier.kernels import simt
+from verifier.kernels.equiv import CORPUS, _side, at_k, load_pairs
+
+from test_exec import HEAD, PARAMS, TAIL
+from test_fast_paths import CASES
+
+
+def outcome(fn):
+    try:
+        r = fn()
+    except CheckError as e:
+        return type(e).__name__, str(e)
+    p = Printer()
+    return ("ok", [(key, p.text(v)) for key, v in r.outputs.items()], r.steps, r.barriers, r.threads, r.schedule,
+            sorted(r.witness), sorted(r.written), sorted(r.touched))
+
+
+def both(monkeypatch, *args):
+    """The outcome per thread, and with lockstep (``exec.LOCKSTEP``)."""
+    out = []
+    for on in (False, True):
+        monkeypatch.setattr(ex, "LOCKSTEP", on)
+        out.append(outcome(lambda: ex.run_cta(*args)))
+    return out
+
+
+def lockstep(*args):
+    """``simt.Lockstep`` itself (a Fallback propagates)."""
+    with no_gc():
+        return simt.Lockstep(ex.CTA(*args), ex.MAX_STEPS, ex.SHARED_BASE).run()
+
+
+def sides(base):
+    for name, pair in load_pairs(base).items():
+        for side in ("reference", "optimized"):
+            yield pytest.param(base, name, side, id=f"{base.name}:{name}:{side}")
+
+
+def launch(base, name, side):
+    pair = load_pairs(base)[name]
+    pair = at_k(pair, 16) or pair
+    spec = pair[side]
+    cta = pair.get("check_cta", [0, 0, 0])
+    return (_side(spec, base), spec["grid"], spec["block"], bind(pair["params"], spec, side),
+            (0, 0, 0) if cta == "all" else tuple(cta), side, shared_bytes(spec, side))
+
+
+@pytest.mark.parametrize("base, name, side", [*sides(CORPUS), *sides(CORPUS / "real")])
+def test_corpus_same_result(base, name, side, monkeypatch):
+    try:
+        args = launch(base, name, side)
+    except CheckError:
+        pytest.skip("not parsed")
+    if not simt.eligible(args[0]):
+        pytest.skip("outside the static gate: per thread only")
+    per_thread, lock = both(monkeypatch, *args)
+    assert lock == per_thread
+
+
+GEMMS = [(n, s) for n in ("sgemm_naive_self", "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile",
+                          "sgemm_2d_blocktile", "sgemm_vectorized", "sgemm_warptile", "sgemm_double_buffer",
+                          "bug_sgemm_2d_tile_offset", "sgemm_agent_regtile")
+         for s in ("reference", "optimized")] + [("attention_naive_self", "reference"),
+                                                  ("conv2d_implicit_gemm", "reference"), ("reduce_ref_self", "reference")]
+
+
+@pytest.mark.parametrize("name, side", GEMMS)
+def test_lockstep_completes(name, side):
+    args = launch(CORPUS, name, side)
+    outs, steps, barriers, schedule, *_ = lockstep(*args)
+    assert outs and steps > 0 and schedule[0][0] == "run"
+
+
+def test_sgemm_at_k_64_same_and_complete(monkeypatch):
+    pair = at_k(load_pairs()["sgemm_smem"], 64)
+    for side in ("reference", "optimized"):
+        spec = pair[side]
+        args = (_side(spec, CORPUS), spec["grid"], spec["block"], bind(pair["params"], spec, side), (0, 0, 0), side, None)
+        lockstep(*args)
+        per_thread, lock = both(monkeypatch, *args)
+        assert lock == per_thread and lock[0] == "ok"
+
+
+MORE = {   # kernels of 64 threads (two warps): divergence, barriers, wrapping, witness classes
+    "divergent stores, read back after a barrier":
+        "\tsetp.lt.u32 %p1, %r1, 20;\n\t@%p1 st.shared.f32 [%r4], %f1;\n\t@!%p1 st.shared.f32 [%r4], 0f40000000;\n"
+        "\tbar.sync 0;\n\txor.b32 %r8, %r1, 1;\n\tshl.b32 %r9, %r8, 2;\n\tadd.s32 %r5, %r2, %r9;\n"
+        "\tld.shared.f32 %f2, [%r5];\n\tst.global.f32 [%rd7], %f2;\n",
+    "write after read by others (WAR witness)":
+        "\tst.shared.f32 [%r4], %f1;\n\tbar.sync 0;\n\tld.shared.f32 %f2, [%r2];\n\tbar.sync 0;\n"
+        "\tsetp.eq.u32 %p1, %r1, 5;\n\t@%p1 st.shared.f32 [%r2], %f2;\n\tbar.sync 0;\n"
+        "\tld.shared.f32 %f3, [%r2];\n\tadd.f32 %f3, %f3, %f2;\n\tst.global.f32 [%rd7], %f3;\n",
+    "broadcast read racing a write": "\tld.shared.f32 %f2, [%r2];\n\tsetp.eq.u32 %p1, %r1, 7;\n"
+                                     "\t@%p1 st.shared.f32 [%r2], %f1;\n\tst.global.f32 [%rd7], %f1;\n",
+    "two threads store one word": "\tand.b32 %r8, %r1, 62;\n\tshl.b32 %r9, %r8, 2;\n\tadd.s32 %r5, %r2, %r9;\n"
+                                  "\tst.shared.f32 [%r5], %f1;\n\tst.global.f32 [%rd7], %f1;\n",
+    "output written twice by one thread, then by another after a barrier":
+        "\tst.global.f32 [%rd7], %f1;\n\tadd.f32 %f2, %f1, %f1;\n\tst.global.f32 [%rd7], %f2;\n\tbar.sync 0;\n"
+        "\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 st.global.f32 [%rd4+4], %f2;\n",
+    "output race": "\tst.global.f32 [%rd4], %f1;\n",
+    "warps at two barriers": "\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra LA;\n\tst.shared.f32 [%r4], %f1;\n"
+                             "\tbar.sync 0;\n\tbra LB;\nLA:\n\tst.shared.f32 [%r4], %f1;\n\tbar.sync 0;\nLB:\n"
+                             "\txor.b32 %r8, %r1, 33;\n\tshl.b32 %r9, %r8, 2;\n\tadd.s32 %r5, %r2, %r9;\n"
+                             "\tld.shared.f32 %f2, [%r5];\n\tst.global.f32 [%rd7], %f2;\n",
+    "one warp at two barriers": "\tsetp.lt.u32 %p1, %r1, 16;\n\t@%p1 bra LA;\n\tbar.sync 0;\n\tbra LB;\nLA:\n"
+                                "\tbar.sync 0;\nLB:\n\tst.global.f32 [%rd7], %f1;\n",
+    "deadlock: half the threads exit": "\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra LB;\n\tbar.sync 0;\nLB:\n"
+                                       "\tst.global.f32 [%rd7], %f1;\n",
+    "register set on one path only": "\tsetp.lt.u32 %p1, %r1, 10;\n\t@%p1 bra LA;\n\tmov.f32 %f5, %f1;\nLA:\n"
+                                     "\tsetp.ge.u32 %p2, %r1, 10;\n\t@%p2 st.global.f32 [%rd7], %f5;\n",
+    "register set on one path only, read by all": "\tsetp.lt.u32 %p1, %r1, 10;\n\t@%p1 bra LA;\n"
+                                                  "\tmov.f32 %f5, %f1;\nLA:\n\tst.global.f32 [%rd7], %f5;\n",
+    "u64 values above 2^63": "\tcvt.s64.s32 %rd8, %r1;\n\tneg.s64 %rd8, %rd8;\n\tshl.b64 %rd9, %rd8, 2;\n"
+                             "\tadd.s64 %rd10, %rd7, %rd9;\n\tadd.s64 %rd10, %rd10, %rd5;\n"
+                             "\tsetp.lt.u64 %p1, %rd9, 4;\n\tselp.f32 %f2, %f1, 0f3F800000, %p1;\n"
+                             "\tst.global.f32 [%rd10], %f2;\n",
+    "integers through shared memory": "\tst.shared.u32 [%r4], %r1;\n\tbar.sync 0;\n\tld.shared.u32 %r8, [%r2+12];\n"
+                                      "\tld.shared.f32 %f2, [%r2+8];\n\tmul.wide.u32 %rd8, %r8, 4;\n"
+                                      "\tadd.s64 %rd9, %rd3, %rd8;\n\tld.global.f32 %f3, [%rd9];\n"
+                                      "\tadd.f32 %f3, %f3, %f2;\n\tst.global.f32 [%rd7], %f3;\n",
+    "never written shared word": "\tld.shared.f32 %f2, [%r4+4];\n\tst.global.f32 [%rd7], %f2;\n",
+    "vector accesses": "\tand.b32 %r8, %r1, 15;\n\tshl.b32 %r9, %r8, 4;\n\tadd.s32 %r5, %r2, %r9;\n"
+                       "\tsetp.lt.u32 %p1, %r1, 16;\n\t@%p1 st.shared.v4.f32 [%r5], {%f1, %f1, %f1, 0f3F800000};\n"
+                       "\tbar.sync 0;\n\tld.shared.v4.f32 {%f2, %f3, %f4, %f5}, [%r5];\n\tfma.rn.f32 %f2, %f3, %f4, %f5;\n"
+                       "\tst.global.f32 [%rd7], %f2;\n",
+    "dot products, stored and reread": "\tmov.f32 %f2, 0f00000000;\n\tld.global.f32 %f3, [%rd3+4];\n"
+                                       "\tfma.rn.f32 %f2, %f1, %f3, %f2;\n\tfma.rn.f32 %f2, %f3, %f3, %f2;\n"
+                                       "\tmov.f32 %f4, %f2;\n\tfma.rn.f32 %f4, %f1, %f1, %f4;\n"
+                                       "\tst.shared.f32 [%r4], %f2;\n\tbar.sync 0;\n\tld.shared.f32 %f5, [%r4];\n"
+                                       "\tadd.f32 %f5, %f5, %f4;\n\tst.global.f32 [%rd7], %f5;\n",
+    "out of bounds in one thread": "\tsetp.eq.u32 %p1, %r1, 63;\n\t@%p1 ld.global.f32 %f2, [%rd6+4];\n"
+                                   "\t@!%p1 mov.f32 %f2, %f1;\n\tst.global.f32 [%rd7], %f2;\n",
+    "input stored to": "\tst.global.f32 [%rd6], %f1;\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fast_path_cases_same_outcome(name, monkeypatch):
+    body = "\t.reg .b16 %rs<4>;\n\tmov.b16 %rs1, 7;\n" + CASES[name]
+    per_thread, lock = both(monkeypatch, parse(HEAD + body + TAIL, "t.ptx").kernel(), [1, 1, 1], [2, 1, 1], PARAMS)
+    assert lock == per_thread
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_cases_same_outcome(name, monkeypatch):
+    k = parse(HEAD + MORE[name] + TAIL, "t.ptx").kernel()
+    assert simt.eligible(k)
+    per_thread, lock = both(monkeypatch, k, [1, 1, 1], [64, 1, 1], PARAMS)
+    assert lock == per_thread
+
+
+def test_lockstep_completes_the_ordered_cases():
+    """Not only equal outcomes by falling back: the race-free cases above finish in lockstep."""
+    for name in ("divergent stores, read back after a barrier", "write after read by others (WAR witness)",
+                 "warps at two barriers", "u64 values above 2^63", "integers through shared memory",
+                 "vector accesses", "dot products, stored and reread", "register set on one path only",
+                 "output written twice by one thread, then by another after a barrier"):
+        lockstep(parse(HEAD + MORE[name] + TAIL, "t.ptx").kernel(), [1, 1, 1], [64, 1, 1], PARAMS)
+
+
+def test_lockstep_falls_back_on_races_and_deadlocks():
+    for name in ("broadcast read racing a write", "two threads store one word", "output race", "one warp at two barriers",
+                 "deadlock: half the threads exit", "register set on one path only, read by all", "input stored to"):
+        with pytest.raises(simt.Fallback):
+            lockstep(parse(HEAD + MORE[name] + TAIL, "t.ptx").kernel(), [1, 1, 1], [64, 1, 1], PARAMS)
+
+
+def test_static_gate():
+    def ok(body):
+        return simt.eligible(parse(HEAD + body + TAIL, "t.ptx").kernel())
+    assert ok("\tbar.sync 0;\n\tmembar.cta;\n")
+    assert not ok("\tbar.sync 0, 32;\n")
+    assert not ok("\tshfl.sync.bfly.b32 %r8, %r1, 1, 31, -1;\n")
+    assert not ok("\tbar.warp.sync -1;\n")
+    assert not ok("\tld.shared.u64 %rd8, [%r4];\n")
+    assert not ok("\tst.shared.b16 [%r4], %r1;\n")
+    assert not ok("\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bar.sync 0;\n")
