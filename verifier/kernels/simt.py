@@ -514,7 +514,7 @@ class Lockstep:
             if fast(g, ins):
                 return
         elif ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and "sat" not in ins.parts:
-            if op in ("add", "sub", "mul") and self._real(g, ins) or self._fma(g, ins) or self._real(g, ins):
+            if op in ("fma", "mad") and self._fma(g, ins) or self._real(g, ins):
                 return
         elif ty in INTS and len(ins.operands) > 1 and isinstance(ins.operands[0], Reg) and self._int(g, ins):
             return
