@@ -809,12 +809,12 @@ class Lockstep:
     def _witness(self, space: str, kind: str, keys: np.ndarray, tids: np.ndarray, pc: int) -> None:
         """The conflict classes of earlier accesses ``keys`` (epoch * P + pc) of threads ``tids`` against
         one at ``pc``, with the barrier each such thread passed next; one in this epoch is a race: Fallback."""
-        for k in np.unique(keys).tolist():
+        for k in set(keys.tolist()):
             ep, first = divmod(k, self.P)
             if ep == self.epoch:
                 raise Fallback
             b = self.bar_pcs[ep]
-            for bpc in [b] if type(b) is int else np.unique(b[tids[keys == k]]).tolist():
+            for bpc in [b] if type(b) is int else set(b[tids[keys == k]].tolist()):
                 self.witness.add((space, kind, first, pc, bpc))
 
     def _load(self, g: Group, ins: Instr) -> None:
@@ -846,7 +846,7 @@ class Lockstep:
             tix = self.tix[t.name] = np.full(t.numel, -1, np.int64)
         ix = tix[e]
         if (ix < 0).any():
-            for el in np.unique(e[ix < 0]).tolist():
+            for el in sorted(set(e[ix < 0].tolist())):
                 v = var(f"{t.name}[{el}]")
                 tix[el] = v.ix
                 self.vars[v.ix] = v
