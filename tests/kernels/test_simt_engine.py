@@ -191,3 +191,81 @@ def test_static_gate():
     assert not ok("\tld.shared.u64 %rd8, [%r4];\n")
     assert not ok("\tst.shared.b16 [%r4], %r1;\n")
     assert not ok("\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bar.sync 0;\n")
+
+
+# Random integer programs over per-thread values (the numpy integer paths against the per-thread semantics)
+WIDTHS = {16: ("%rs", "su b"), 32: ("%r", "su b"), 64: ("%rd", "su b")}
+POOL = {16: range(8), 32: range(10, 18), 64: range(8, 14)}
+IMMS = [0, 1, -1, 3, 31, 32, 63, 64, 255, 0x7FFFFFFF, -0x80000000, 0x80000005, 12345, -77]
+
+
+def random_program(seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+
+    def reg(w):
+        return f"{WIDTHS[w][0]}{rng.choice(POOL[w])}"
+
+    def src(w):
+        return reg(w) if rng.random() < 0.75 else str(rng.choice(IMMS))
+
+    lines = ["\t.reg .b16 %rs<8>;\n", "\tmov.u32 %r10, %tid.x;\n", "\tmul.lo.s32 %r11, %r10, -1234567;\n",
+             "\txor.b32 %r12, %r11, 1540483477;\n", "\tshl.b32 %r13, %r10, 27;\n", "\tor.b32 %r14, %r13, %r10;\n",
+             "\tadd.s32 %r15, %r12, %r13;\n", "\tneg.s32 %r16, %r10;\n", "\tmov.u32 %r17, 7;\n",
+             "\tcvt.s64.s32 %rd8, %r11;\n", "\tmul.wide.s32 %rd9, %r12, %r11;\n", "\tshl.b64 %rd10, %rd9, 17;\n",
+             "\tmul.wide.u32 %rd11, %r14, %r12;\n", "\tcvt.u64.u32 %rd12, %r16;\n", "\tneg.s64 %rd13, %rd8;\n"]
+    lines += [f"\tcvt.u16.u32 %rs{i}, %r{10 + i};\n" for i in range(8)]
+    lines += ["\tsetp.lt.u32 %p1, %r10, 5;\n\tsetp.lt.u32 %p2, %r10, 9;\n"]
+    for _ in range(40):
+        w = rng.choice((16, 32, 64))
+        s, u = f"s{w}", f"u{w}"
+        guard = f"@{rng.choice(('', '!'))}%p{rng.randint(1, 2)} " if rng.random() < 0.2 else ""
+        kind = rng.randrange(9)
+        if kind == 0:
+            op = rng.choice(("add", "sub", "mul.lo", "min", "max"))
+            lines.append(f"\t{guard}{op}.{rng.choice((s, u))} {reg(w)}, {src(w)}, {src(w)};\n")
+        elif kind == 1:
+            lines.append(f"\t{guard}{rng.choice(('and', 'or', 'xor'))}.b{w} {reg(w)}, {src(w)}, {src(w)};\n")
+        elif kind == 2:
+            op = rng.choice(("shl.b", "shr.s", "shr.u"))
+            lines.append(f"\t{guard}{op}{w} {reg(w)}, {src(w)}, {rng.choice(('%r17', str(rng.choice(IMMS[:8]))))};\n")
+        elif kind == 3:
+            lines.append(f"\t{guard}{rng.choice(('not.b', 'neg.s'))}{w} {reg(w)}, {reg(w)};\n")
+        elif kind == 4:
+            lines.append(f"\t{guard}mad.lo.{rng.choice((s, u))} {reg(w)}, {src(w)}, {src(w)}, {src(w)};\n")
+        elif kind == 5 and w < 64:
+            t = rng.choice((s, u))
+            lines.append(f"\t{guard}mul.wide.{t} {reg(2 * w)}, {src(w)}, {src(w)};\n")
+        elif kind == 6:
+            v = rng.choice((16, 32, 64))
+            dt, st = f"{rng.choice('su')}{w}", f"{rng.choice('su')}{v}"
+            lines.append(f"\t{guard}cvt.{dt}.{st} {reg(w)}, {reg(v)};\n")
+        elif kind == 7:
+            cmp = rng.choice(("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"))
+            t = rng.choice((s, u, f"b{w}")) if cmp in ("eq", "ne") else u if cmp in ("lo", "ls", "hi", "hs") else s
+            lines.append(f"\tsetp.{cmp}.{t} %p{rng.randint(1, 2)}, {src(w)}, {src(w)};\n")
+        else:
+            lines.append(f"\tselp.{rng.choice((s, u))} {reg(w)}, {src(w)}, {src(w)}, %p{rng.randint(1, 2)};\n")
+    lines.append("\tmul.wide.u32 %rd14, %r1, 112;\n\tadd.s64 %rd14, %rd4, %rd14;\n")
+    outs = [f"%r{i}" for i in POOL[32]]
+    for i in POOL[64]:
+        lines.append(f"\tcvt.u32.u64 %r{20 + i - 8}, %rd{i};\n\tshr.s64 %rd15, %rd{i}, 32;\n"
+                     f"\tcvt.u32.u64 %r{26 + i - 8}, %rd15;\n")
+        outs += [f"%r{20 + i - 8}", f"%r{26 + i - 8}"]
+    for i in POOL[16]:
+        lines.append(f"\tcvt.u32.u16 %r{i + 1 if i else 18}, %rs{i};\n")
+        outs.append(f"%r{i + 1 if i else 18}")
+    lines += [f"\tst.global.u32 [%rd14+{4 * j}], {r};\n" for j, r in enumerate(outs)]
+    return "".join(lines)
+
+
+INT_PARAMS = [{"name": "x", "role": "input", "dtype": "f32", "shape": [64]},
+              {"name": "y", "role": "output", "dtype": "f32", "shape": [32 * 28]}]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_integer_programs_same_outcome(seed, monkeypatch):
+    k = parse(HEAD + random_program(seed) + TAIL, "t.ptx").kernel()
+    per_thread, lock = both(monkeypatch, k, [1, 1, 1], [32, 1, 1], INT_PARAMS)
+    assert lock == per_thread

@@ -615,17 +615,18 @@ class Lockstep:
             r = {"add": np.add, "sub": np.subtract, "and": np.bitwise_and, "or": np.bitwise_or,
                  "xor": np.bitwise_xor}[op](a, b)
         elif op in ("min", "max"):
-            a, b = _exact(xs[0], ty), _exact(xs[1], ty)
-            r = np.minimum(a, b) if op == "min" else np.maximum(a, b)
+            flip = np.int64(-1 << 63) if ty[0] != "s" and n == 64 else 0   # unsigned order modulo 2^64
+            a, b = _mod(xs[0], ty) ^ flip, _mod(xs[1], ty) ^ flip
+            r = (np.minimum(a, b) if op == "min" else np.maximum(a, b)) ^ flip
         elif op in ("shl", "shr"):
             k = _mod(xs[1], "u32")
             sh = np.minimum(k, 63)
             if op == "shl":
                 r = np.where(k < n, xs[0] << sh, 0)
             elif ty[0] == "s":
-                r = _exact(xs[0], ty) >> sh
-            else:
-                r = np.where(k < n, _exact(xs[0], ty) >> sh, 0)
+                r = _mod(xs[0], ty) >> sh
+            else:   # logical: the bits as unsigned
+                r = np.where(k < n, (_mod(xs[0], ty).view(np.uint64) >> sh.astype(np.uint64)).view(np.int64), 0)
         else:
             return False
         g.regs[dst] = _icol(r, ty)
