@@ -269,3 +269,51 @@ def test_random_integer_programs_same_outcome(seed, monkeypatch):
     k = parse(HEAD + random_program(seed) + TAIL, "t.ptx").kernel()
     per_thread, lock = both(monkeypatch, k, [1, 1, 1], [32, 1, 1], INT_PARAMS)
     assert lock == per_thread
+
+
+def random_float_program(seed: int) -> str:
+    """Dot products (``fma`` of input elements), other real arithmetic, moves, guards, and values passed
+    between threads through shared memory across barriers."""
+    import random
+
+    rng = random.Random(seed)
+    lines = ["\tld.global.f32 %f2, [%rd6+128];\n", "\txor.b32 %r8, %r1, 1;\n", "\tmul.wide.u32 %rd8, %r8, 4;\n",
+             "\tadd.s64 %rd9, %rd3, %rd8;\n", "\tld.global.f32 %f3, [%rd9];\n", "\tld.global.f32 %f4, [%rd3+4];\n",
+             "\tmov.f32 %f5, 0f00000000;\n", "\tmov.f32 %f6, 0f3F800000;\n", "\tmov.f32 %f7, %f1;\n",
+             "\tmov.f32 %f8, 0f00000000;\n", "\tsetp.lt.u32 %p1, %r1, 11;\n", "\tand.b32 %r9, %r1, 2;\n",
+             "\tsetp.eq.u32 %p2, %r9, 0;\n", "\tshl.b32 %r9, %r8, 2;\n", "\tadd.s32 %r5, %r2, %r9;\n"]
+    for _ in range(30):
+        f = [f"%f{rng.randint(1, 8)}" for _ in range(4)]
+        guard = f"@{rng.choice(('', '!'))}%p{rng.randint(1, 2)} " if rng.random() < 0.25 else ""
+        kind = rng.randrange(10)
+        if kind < 4:   # mostly dot products: the accumulator one of f5..f8
+            lines.append(f"\t{guard}fma.rn.f32 %f{rng.randint(5, 8)}, %f{rng.randint(1, 4)}, %f{rng.randint(1, 4)}, "
+                         f"%f{rng.randint(5, 8)};\n")
+        elif kind == 4:
+            lines.append(f"\t{guard}{rng.choice(('add', 'sub', 'mul'))}.f32 {f[0]}, {f[1]}, {f[2]};\n")
+        elif kind == 5:
+            lines.append(f"\t{guard}mov.f32 {f[0]}, {f[1]};\n")
+        elif kind == 6:
+            lines.append(f"\t{guard}fma.rn.f32 {f[0]}, {f[1]}, {f[2]}, {f[3]};\n")
+        elif kind == 7:
+            lines.append(f"\tst.shared.f32 [%r4], {f[0]};\n\tbar.sync 0;\n\t{guard}ld.shared.f32 {f[1]}, [%r5];\n"
+                         "\tbar.sync 0;\n")
+        elif kind == 8:
+            lines.append(f"\t{guard}ld.global.f32 {f[0]}, [%rd9+{4 * rng.randint(0, 8)}];\n")
+        else:
+            lines.append(f"\t{guard}max.f32 {f[0]}, {f[1]}, {f[2]};\n")
+    lines.append("\tmul.wide.u32 %rd10, %r1, 32;\n\tadd.s64 %rd10, %rd4, %rd10;\n")
+    lines += [f"\tst.global.f32 [%rd10+{4 * (j - 1)}], %f{j};\n" for j in range(1, 9)]
+    return "".join(lines)
+
+
+FLOAT_PARAMS = [{"name": "x", "role": "input", "dtype": "f32", "shape": [64]},
+                {"name": "y", "role": "output", "dtype": "f32", "shape": [32 * 8]}]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_float_programs_same_outcome(seed, monkeypatch):
+    k = parse(HEAD + random_float_program(seed) + TAIL, "t.ptx").kernel()
+    per_thread, lock = both(monkeypatch, k, [1, 1, 1], [32, 1, 1], FLOAT_PARAMS)
+    assert lock == per_thread
+    lockstep(k, [1, 1, 1], [32, 1, 1], FLOAT_PARAMS)     # and race-free: lockstep completes
