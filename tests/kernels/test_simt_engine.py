@@ -47,7 +47,8 @@ def sides(base):
     for name, pair in load_pairs(base).items():
         for side in ("reference", "optimized"):
             spec = pair[side]
-            key = repr((spec["ptx"], spec.get("entry"), spec["grid"], spec["block"], pair["params"], pair.get("check_cta")))
+            key = repr((spec["ptx"], spec.get("entry"), spec["grid"], spec["block"], pair["params"],
+                        pair.get("check_cta")))
             if key not in seen:
                 seen.add(key)
                 yield pytest.param(base, name, side, id=f"{base.name}:{name}:{side}")
@@ -77,7 +78,8 @@ def test_corpus_same_result(base, name, side, monkeypatch):
 GEMMS = [(n, s) for n in ("sgemm_naive_self", "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile",
                           "sgemm_2d_blocktile", "sgemm_vectorized", "sgemm_warptile", "sgemm_double_buffer",
                           "bug_sgemm_2d_tile_offset", "sgemm_agent_regtile")
-         for s in ("reference", "optimized")] + [("conv2d_implicit_gemm", "reference"), ("reduce_ref_self", "reference")]
+         for s in ("reference", "optimized")] + [("conv2d_implicit_gemm", "reference"),
+                                                  ("reduce_ref_self", "reference")]
 
 
 @pytest.mark.parametrize("name, side", GEMMS)
@@ -91,7 +93,8 @@ def test_sgemm_at_k_32_same_and_complete(monkeypatch):
     pair = at_k(load_pairs()["sgemm_smem"], 32)
     for side in ("reference", "optimized"):
         spec = pair[side]
-        args = (_side(spec, CORPUS), spec["grid"], spec["block"], bind(pair["params"], spec, side), (0, 0, 0), side, None)
+        args = (_side(spec, CORPUS), spec["grid"], spec["block"], bind(pair["params"], spec, side), (0, 0, 0),
+                side, None)
         lockstep(*args)
         per_thread, lock = both(monkeypatch, *args)
         assert lock == per_thread and lock[0] == "ok"
@@ -137,7 +140,8 @@ MORE = {   # kernels of 64 threads (two warps): divergence, barriers, wrapping, 
     "never written shared word": "\tld.shared.f32 %f2, [%r4+4];\n\tst.global.f32 [%rd7], %f2;\n",
     "vector accesses": "\tand.b32 %r8, %r1, 15;\n\tshl.b32 %r9, %r8, 4;\n\tadd.s32 %r5, %r2, %r9;\n"
                        "\tsetp.lt.u32 %p1, %r1, 16;\n\t@%p1 st.shared.v4.f32 [%r5], {%f1, %f1, %f1, 0f3F800000};\n"
-                       "\tbar.sync 0;\n\tld.shared.v4.f32 {%f2, %f3, %f4, %f5}, [%r5];\n\tfma.rn.f32 %f2, %f3, %f4, %f5;\n"
+                       "\tbar.sync 0;\n\tld.shared.v4.f32 {%f2, %f3, %f4, %f5}, [%r5];\n"
+                       "\tfma.rn.f32 %f2, %f3, %f4, %f5;\n"
                        "\tst.global.f32 [%rd7], %f2;\n",
     "dot products, stored and reread": "\tmov.f32 %f2, 0f00000000;\n\tld.global.f32 %f3, [%rd3+4];\n"
                                        "\tfma.rn.f32 %f2, %f1, %f3, %f2;\n\tfma.rn.f32 %f2, %f3, %f3, %f2;\n"
@@ -175,8 +179,9 @@ def test_lockstep_completes_the_ordered_cases():
 
 
 def test_lockstep_falls_back_on_races_and_deadlocks():
-    for name in ("broadcast read racing a write", "two threads store one word", "output race", "one warp at two barriers",
-                 "deadlock: half the threads exit", "register set on one path only, read by all", "input stored to"):
+    for name in ("broadcast read racing a write", "two threads store one word", "output race",
+                 "one warp at two barriers", "deadlock: half the threads exit",
+                 "register set on one path only, read by all", "input stored to"):
         with pytest.raises(simt.Fallback):
             lockstep(parse(HEAD + MORE[name] + TAIL, "t.ptx").kernel(), [1, 1, 1], [64, 1, 1], PARAMS)
 
@@ -194,7 +199,7 @@ def test_static_gate():
 
 
 # Random integer programs over per-thread values (the numpy integer paths against the per-thread semantics)
-WIDTHS = {16: ("%rs", "su b"), 32: ("%r", "su b"), 64: ("%rd", "su b")}
+PREFIX = {16: "%rs", 32: "%r", 64: "%rd"}
 POOL = {16: range(8), 32: range(10, 18), 64: range(8, 14)}
 IMMS = [0, 1, -1, 3, 31, 32, 63, 64, 255, 0x7FFFFFFF, -0x80000000, 0x80000005, 12345, -77]
 
@@ -205,7 +210,7 @@ def random_program(seed: int) -> str:
     rng = random.Random(seed)
 
     def reg(w):
-        return f"{WIDTHS[w][0]}{rng.choice(POOL[w])}"
+        return f"{PREFIX[w]}{rng.choice(POOL[w])}"
 
     def src(w):
         return reg(w) if rng.random() < 0.75 else str(rng.choice(IMMS))
