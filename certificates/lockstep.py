@@ -243,8 +243,8 @@ class Lockstep:
     def load(self, g: list, ins) -> bool:
         """``ld.global`` of elements of an f32 input tensor: their ``Var``s (one per address), as ``Replay.load``."""
         r, got = self.r, self.address(g, ins, "global")
-        t = got and next(t for t in r.tensors if t[0] == got[1][0])
-        if not got or t[1:3] != ("input", 4) or t[0] in r.ints or t[3] >> 26:
+        t = got and next((t for t in r.tensors if t[0] == got[1][0]), ())
+        if not got or t[1:3] != ("input", 4) or t[0] in r.ints or t[3] >> 24:
             return False
         ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
         for i, d in enumerate(got[2]):
