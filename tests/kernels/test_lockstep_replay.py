@@ -3,8 +3,6 @@ corpus pair (small K) and on the racy and odd kernels of test_fast_paths.py, it 
 replays per thread) or gives exactly the per-thread replay's outputs (printed), witness, output bytes written and
 touched; it never completes where the per-thread replay rejects. And it completes on the GEMMs."""
 
-from pathlib import Path
-
 import pytest
 
 from certificates.errors import CheckError
