@@ -446,28 +446,6 @@ def _single_atom(x: Rat) -> str | None:
     return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
 
 
-def substitute(x: Rat, point: dict[str, int]) -> Rat:
-    """``x`` with the variables of ``point`` replaced by their values, inside atoms too."""
-    def atom(v: str) -> Rat:
-        if v in point:
-            return Rat.of(point[v])
-        if v in ATOMS:
-            fn, args = ATOMS[v]
-            return apply(fn, *(substitute(a, point) for a in args))
-        return Rat.var(v)
-
-    def poly(p: Poly) -> Rat:
-        total = Rat.of(0)
-        for (mono, expo), c in p.t.items():
-            term = math.prod((atom(v) ** k for v, k in mono), start=Rat.of(c))
-            if expo:
-                term = term * apply("exp", poly(Poly(dict(expo))))
-            total = total + term
-        return total
-
-    return poly(x.n) / poly(x.d)
-
-
 NUMERIC: dict[str, Callable[..., float]] = {
     "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "tanh": math.tanh,
     "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),

@@ -15,10 +15,51 @@ from .dtypes import bounds
 from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
-from .poly import Q, Rat, side_conditions, substitute
-from .solve import Verdict, decide, definedness
+from .poly import ATOMS, Q, Cond, Poly, Rat, apply, side_conditions
+from .solve import Verdict, unsat, decide, variables
 
 Relation = dict[str, list[terms.Term]]
+
+
+def substitute(x: Rat, point: dict[str, int]) -> Rat:
+    """``x`` with the variables of ``point`` replaced by their values, inside atoms too."""
+    def atom(v: str) -> Rat:
+        if v in point:
+            return Rat.of(point[v])
+        if v in ATOMS:
+            fn, args = ATOMS[v]
+            return apply(fn, *(substitute(a, point) for a in args))
+        return Rat.var(v)
+
+    def poly(p: Poly) -> Rat:
+        total = Rat.of(0)
+        for (mono, expo), c in p.t.items():
+            term = math.prod((atom(v) ** k for v, k in mono), start=Rat.of(c))
+            if expo:
+                term = term * apply("exp", poly(Poly(dict(expo))))
+            total = total + term
+        return total
+
+    return poly(x.n) / poly(x.d)
+
+
+def _unique(cs: list[Cond]) -> dict[tuple[str, str], Cond]:
+    return {(k, str(v)): (k, v) for k, v in cs}
+
+
+def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
+    """Why the impl's side conditions are not shown to follow from the spec's (None: they are).
+    That the spec's are satisfiable is shown apart (``refinement.spec_defined``)."""
+    hyps = _unique(spec)
+    for k, c in _unique(impl).items():
+        if k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps):
+            continue
+        names = variables(c[1])
+        relevant = [h for h in hyps.values() if variables(h[1]) & names]
+        if not unsat("z3", relevant, lambda enc: enc.s.Not(enc.cond(c)), axioms=True):
+            return (f"the impl may be undefined where the spec is defined: {c[1]} {c[0][:-1]} 0 "
+                    "does not follow from the spec's side conditions")
+    return None
 
 
 def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,

@@ -1,6 +1,6 @@
 """Deciding ``a == b`` for normal-form values: equal normal forms prove, a numeric probe refutes, then z3 and
-cvc5 (atoms uninterpreted; ``unsat`` proves, ``sat`` stays unknown). ``definedness`` and ``hyps``: DESIGN.md
-rule 4 (docs/certificates.md, replay step 7 and "Definedness")."""
+cvc5 (atoms uninterpreted; ``unsat`` proves, ``sat`` stays unknown). ``hyps``, and ``refinement.definedness``
+through ``unsat``: DESIGN.md rule 4 (docs/certificates.md, replay step 7 and "Definedness")."""
 
 import functools
 import math
@@ -49,25 +49,6 @@ def decide(a: Rat, b: Rat, seed: int = 0, hyps: list[Cond] | tuple = ()) -> Verd
     return Verdict(None, "unknown")
 
 
-def _unique(cs: list[Cond]) -> dict[tuple[str, str], Cond]:
-    return {(k, str(v)): (k, v) for k, v in cs}
-
-
-def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
-    """Why the impl's side conditions are not shown to follow from the spec's (None: they are).
-    That the spec's are satisfiable is shown apart (``refinement.spec_defined``)."""
-    hyps = _unique(spec)
-    for k, c in _unique(impl).items():
-        if k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps):
-            continue
-        names = variables(c[1])
-        relevant = [h for h in hyps.values() if variables(h[1]) & names]
-        if not _unsat("z3", relevant, lambda enc: enc.s.Not(enc.cond(c)), axioms=True):
-            return (f"the impl may be undefined where the spec is defined: {c[1]} {c[0][:-1]} 0 "
-                    "does not follow from the spec's side conditions")
-    return None
-
-
 def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
     """Evaluate at random points; a difference beyond rounding is a counterexample."""
     rng = random.Random(seed)
@@ -85,10 +66,10 @@ def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
 
 def _smt(a: Rat, b: Rat, which: str, hyps: list[Cond] | tuple = ()) -> bool | None:
     """True if the solver proves ``a == b`` under ``hyps``, None if it cannot (or is not installed)."""
-    return _unsat(which, hyps, lambda enc: enc.rat(a) != enc.rat(b))
+    return unsat(which, hyps, lambda enc: enc.rat(a) != enc.rat(b))
 
 
-def _unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
+def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
     """True if the solver finds ``hyps`` and ``negated(encoder)`` unsatisfiable (denominators
     non-zero; with ``axioms``, those of exp and sqrt too), None if it cannot (or is not installed)."""
     try:
