@@ -16,7 +16,7 @@ from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits
 from .poly import ATOMS, Q, Cond, Poly, Rat, apply, side_conditions
-from .solve import Verdict, unsat, decide, variables
+from .solve import Verdict, decide, unsat, variables
 
 Relation = dict[str, list[terms.Term]]
 
