@@ -137,30 +137,23 @@ def test_f16_fast_paths_change_no_outcome(name, monkeypatch):
         assert list(fast[1][0].values()) == list(runs[0][1].values())
 
 
-def test_full_barrier_join_is_each_threads_own_clock():
-    """``CTA._sync`` of all n threads takes each one's own entry as the join (clocks change only by ticks and
-    joins, so no thread holds more of thread i than i does): the same clocks as the n^2 join, after random
-    warp-sized and full barriers."""
+@pytest.mark.parametrize("side", ["engine", "checker"])
+def test_full_barrier_join_is_each_threads_own_clock(side):
+    """A barrier of all n threads takes each one's own entry as the join (clocks change only by ticks and joins,
+    so no thread holds more of thread i than i does), in the engine (``CTA._sync``) and the checker
+    (``Replay.sync``): the same clocks as the n^2 join, after random warp-sized and full barriers."""
     import random
 
     k = parse(HEAD + TAIL, "t.ptx").kernel()
-    cta = ex.CTA(k, [1, 1, 1], [96, 1, 1], PARAMS)
+    if side == "engine":
+        cta = ex.CTA(k, [1, 1, 1], [96, 1, 1], PARAMS)
+        threads, sync = cta.threads, cta._sync
+    else:
+        r = Replay(k, [1, 1, 1], [96, 1, 1], PARAMS, (0, 0, 0), Limits(), "")
+        threads, sync = r.th, r.sync
     rng = random.Random(5)
     for _ in range(40):
-        group = cta.threads if rng.random() < 0.3 else rng.sample(cta.threads, rng.randint(1, 95))
-        want = [max(t.vc[i] + (i == t.lin) for t in group) for i in range(cta.n)]
-        cta._sync(group)
-        assert all(t.vc == want for t in group)
-
-
-def test_checker_full_barrier_join_is_each_threads_own_clock():
-    """The same for the checker's ``Replay.sync``."""
-    import random
-
-    r = Replay(parse(HEAD + TAIL, "t.ptx").kernel(), [1, 1, 1], [96, 1, 1], PARAMS, (0, 0, 0), Limits(), "")
-    rng = random.Random(7)
-    for _ in range(40):
-        group = r.th if rng.random() < 0.3 else rng.sample(r.th, rng.randint(1, 95))
-        want = [max(t.vc[i] + (i == t.lin) for t in group) for i in range(r.n)]
-        r.sync(group)
+        group = threads if rng.random() < 0.3 else rng.sample(threads, rng.randint(1, 95))
+        want = [max(t.vc[i] + (i == t.lin) for t in group) for i in range(len(threads))]
+        sync(group)
         assert all(t.vc == want for t in group)
