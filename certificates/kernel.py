@@ -23,8 +23,7 @@ import numpy as np
 from .errors import CheckError, Malformed, Rejected, Unsupported, fail_if
 from .limits import Limits
 from .poly import ATOMS, ONE_P, Q, Poly, Rat, _expo_add, _mono_mul, apply, intern_expo
-from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec, parse
-from .solve import decide
+from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
 LN2 = apply("log", 2)
 ONE = Rat.of(1)
@@ -398,9 +397,9 @@ def fma(a: Rat, b: Rat, c: Rat) -> Rat:
     return a * b + c
 
 
-def canon(x: Rat) -> tuple[dict, np.ndarray, np.ndarray]:
+def terms(x: Rat) -> tuple[dict, np.ndarray, np.ndarray]:
     """``x`` (denominator 1) as its terms other than ``w * u * v`` (atoms ``u``, ``v``, integer ``|w| <= WMAX``),
-    and the keys ``i << 32 | j`` (``i <= j``) of the others, sorted and distinct, with their nonzero sums ``w``."""
+    and the keys ``i << 32 | j`` of the others with their ``w``, as they come (a key may repeat)."""
     keys, ws, rest = [], [], {}
     for (m, e), c in (x.up[0] if type(x) is Dot else x.n).t.items():
         if not e and c.denominator == 1 and -WMAX <= c <= WMAX and \
@@ -414,6 +413,12 @@ def canon(x: Rat) -> tuple[dict, np.ndarray, np.ndarray]:
         _, ij, cs = x.up
         k = np.concatenate((k, np.frombuffer(ij, np.int64, x.k)))
         w = np.concatenate((w, np.ones(x.k, np.int64) if cs is None else np.frombuffer(cs, np.int64, x.k)))
+    return rest, k, w
+
+
+def canon(x: Rat) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``terms`` with the keys as ``i << 32 | j`` (``i <= j``), sorted and distinct, with their nonzero sums."""
+    rest, k, w = terms(x)
     i, j = k >> 32, k & ALL
     k = np.minimum(i, j) << 32 | np.maximum(i, j)
     order = np.argsort(k, kind="stable")
@@ -1315,6 +1320,7 @@ class Printer:
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
         self.table: list[str] = []
+        self.h = np.zeros(0, np.uint64)   # NAMES[i]'s hash in ``digest``
 
     def name(self, v: str) -> str:
         if v not in ATOMS:
@@ -1330,6 +1336,23 @@ class Printer:
         if isinstance(x, Word):
             return f"int{x.n}: {x.p.text(self.name)}"
         return x.text(self.name) if isinstance(x, Rat) else str(x)
+
+    def digest(self, x) -> str:
+        """The sha256 of ``x``'s text, or of ``sum_t w_t * mix(u_t, v_t) mod 2^64`` over its ``terms`` if all are
+        products of two input elements, each element ``u`` as 8 bytes of the blake2b of its name: not printed, and
+        (linear in ``w``) a function of the normal form. An auditor's check: the outputs' equality never rests on it."""
+        rest, k, w = terms(x) if isinstance(x, Rat) and x.d is ONE_P else ({0: 0}, None, None)
+        if len(self.h) < len(NAMES):    # 0: an atom of ATOMS (printed with the table)
+            self.h = np.concatenate((self.h, np.array([0 if m[0][0] in ATOMS else 1 | int.from_bytes(hashlib.blake2b(
+                m[0][0].encode(), digest_size=8).digest(), "little") for m in NAMES[len(self.h):]], np.uint64)))
+        u, v = (self.h[k >> 32], self.h[k & ALL]) if not rest else (np.zeros(1, np.uint64),) * 2
+        if not (u.all() and v.all()):
+            return hashlib.sha256(self.text(x).encode()).hexdigest()
+        z = np.minimum(u, v) ^ np.maximum(u, v) * np.uint64(0x9E3779B97F4A7C15)   # splitmix64's finalizer
+        z = (z ^ z >> np.uint64(30)) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ z >> np.uint64(27)) * np.uint64(0x94D049BB133111EB)
+        total = (w.astype(np.uint64) * (z ^ z >> np.uint64(31))).sum(dtype=np.uint64)
+        return hashlib.sha256(b"pairs" + int(total).to_bytes(8, "little")).hexdigest()
 
 
 def shift(x):
@@ -1420,120 +1443,6 @@ def shared_bytes(spec: dict, where: str) -> int | None:
 def ctas(grid) -> list[tuple[int, int, int]]:
     """Every CTA of ``grid``, x fastest."""
     return [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-
-
-def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits,
-               dyn: int | None = None):
-    """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs
-    and the replay (``gmem``: output bytes written, ``shadow``: bytes accessed)."""
-    if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
-            or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
-        raise Malformed(sw, "evidence needs schedule, witness and outputs")
-    r = Replay(k, grid, block, params, cta, limits, side, dyn)
-    with no_gc():
-        got = r.run(ev["schedule"])
-    claimed = set()
-    for i, w in enumerate(ev["witness"]):
-        if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
-                and all(type(x) is int for x in w[2:])):
-            raise Malformed(sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
-        claimed.add(tuple(w))
-    if claimed != r.witness:
-        diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))
-        raise Rejected(f"{sw}: the memory-event witness differs from the replay's at {diff[0]}")
-    if set(got) != set(ev["outputs"]):
-        raise Rejected(f"{sw}: the certified outputs are not the elements the kernel writes")
-    for key in sorted(got):
-        limits.tick()
-        text, cert = printer.text(got[key]), ev["outputs"][key]
-        if isinstance(cert, dict) and isinstance(cert.get("sha256"), str):
-            text, cert = hashlib.sha256(text.encode()).hexdigest(), cert["sha256"]
-        if text != cert:
-            raise Rejected(f"{sw}: {key}: the certified normal form is not the replay's")
-    return got, r
-
-
-def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of
-    the grid, and no output byte one CTA writes is accessed by another, so the CTAs are
-    independent) is race- and deadlock-free and every output element it writes is equal
-    over the reals. Evidence per side and CTA (``"all"``: ``{"ctas": [...]}`` in ``ctas``
-    order): the schedule, the witness (set of ordered conflict classes) and the printed
-    output normal forms (``Printer``: reference outputs, then optimized, by CTA and
-    element; one shared atom table), each as text or as ``{"sha256": digest}``."""
-    params = check_params(claim.get("params"), where)
-    every = claim.get("cta") == "all"
-    cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
-    if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
-        raise Malformed(where, 'cta: needs three non-negative integers or "all"')
-    outs, notes, printer, grids = {}, [], Printer(), []
-    for side in ("reference", "optimized"):
-        sw = f"{where}: {side}"
-        s, ev = claim.get(side), evidence.get(side)
-        if not isinstance(s, dict) or not isinstance(ev, dict):
-            raise Malformed(sw, "missing launch or evidence")
-        if s.get("ptx") not in arts or arts[s["ptx"]][0] != "ptx" or not isinstance(arts[s["ptx"]][1], str):
-            raise Malformed(sw, f"ptx: {s.get('ptx')!r} is not a PTX artifact")
-        _, text, awhere = arts[s["ptx"]]
-        if not isinstance(s.get("entry"), str):
-            raise Malformed(sw, "entry: needs the kernel's name")
-        k = parse(text, awhere).kernel(s["entry"])
-        grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
-        mine, dyn = bind(params, s, sw), shared_bytes(s, sw)
-        grids.append(grid)
-        todo = ctas(grid) if every else [cta]
-        evs = ev.get("ctas") if every else [ev]
-        if any(c >= g for c, g in zip(todo[0], grid)):
-            raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
-        if not isinstance(evs, list) or len(evs) != len(todo):
-            raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
-        outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
-        for c, e in zip(todo, evs):
-            got, r = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
-            written, touched = set(r.gmem), set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
-            events, classes = events + len(e["schedule"]), classes + len(r.witness)
-            clash = next((a for a in written if seen.get(a, c) != c), None) or \
-                next((a for a in touched if wrote.get(a, c) != c), None)
-            if clash is not None:
-                raise Rejected(f"{side}: CTAs {list(c)} and {list(seen.get(clash) or wrote[clash])} both access "
-                               f"output byte {clash:#x}, one writing it")
-            wrote.update(dict.fromkeys(written, c))
-            seen.update(dict.fromkeys(touched, c))
-            outs[side].update(got)
-        if r.tables:
-            notes.append(f"{k.name}: module variables {', '.join(r.tables)} at their PTX initial values "
-                         "(no host writes)")
-        notes.append(f"{k.name}: {len(todo)} CTA(s) of {r.n} threads, {events} schedule events, "
-                     f"{classes} conflict classes ordered")
-    if grids[0] != grids[1]:
-        raise Rejected(f"the launches' grids differ ({list(grids[0])}, {list(grids[1])}): CTA {list(cta)} of which?")
-    if evidence.get("atoms") != printer.table:
-        raise Rejected("the certified atom table is not the replay's")
-    ref, opt = outs["reference"], outs["optimized"]
-    if set(ref) != set(opt):
-        raise Rejected(f"{sorted(set(ref) ^ set(opt))[0]} is written by one kernel only")
-    methods: dict[str, int] = {}
-    for key in sorted(ref):
-        limits.tick()
-        if isinstance(ref[key], Word) or isinstance(opt[key], Word):
-            holds, method = word_equal(ref[key], opt[key]), "ring modulo 2^32"
-        elif dot_equal(ref[key], opt[key]):
-            holds, method = True, "normal-form"
-        else:
-            v = decide(shift(ref[key]), shift(opt[key]))
-            holds, method = v.holds, v.method
-        if holds is not True:
-            raise Rejected(f"{key}: {'differs' if holds is False else 'not decided'} ({method})")
-        methods[method] = methods.get(method, 0) + 1
-    how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
-    covers = coverage(ref)
-    if claim.get("covers") != covers:
-        raise Rejected(f"the claim's covered outputs {claim.get('covers')} are not the elements written ({covers})")
-    total = sum(math.prod(p["shape"]) for p in params if p["role"] == "output")
-    runs = [f"{k}[{a}]" if a == b else f"{k}[{a}..{b}]" for k, v in covers.items() for a, b in v]
-    shown = ", ".join(runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")
-    return "; ".join(notes) + f"; {scope('all' if every else cta, grids[0])}: {len(ref)} of {total} output " \
-        f"elements equal over the reals ({shown}; {how})"
 
 
 def coverage(outs) -> dict[str, list]:

@@ -118,7 +118,7 @@ def _replay_claim(kind: str, *args) -> str:
     elif kind == "training-refinement":
         from .approx import replay as run
     elif kind == "kernel-equivalence":
-        from .kernel import replay_kernel as run
+        from .kernel_claim import replay_kernel as run
     elif kind == "staged-refinement":
         from .stages import replay_staged as run
     else:

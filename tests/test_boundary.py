@@ -54,7 +54,7 @@ def _local_imports(module: str, top_level_only: bool = False) -> set[str]:
 
 # Read by every claim: the certificate format, limits, errors, the command line.
 BASE = {"__init__", "__main__", "cli", "errors", "limits", "replay"}
-KINDS = {"refinement": "refinement_kind", "training-refinement": "approx", "kernel-equivalence": "kernel", "staged-refinement": "stages",
+KINDS = {"refinement": "refinement_kind", "training-refinement": "approx", "kernel-equivalence": "kernel_claim", "staged-refinement": "stages",
          "train-template": "wiring"}
 
 
@@ -74,8 +74,9 @@ LIMIT = 3000   # the project's rule for each claim kind's trusted base
 # the others; refinement claims trust those and ops_aten, training-refinement claims those and ops_train with the
 # approximations (docs/architecture.md). Until 2026-11-29 the staged and template kinds were over
 # (3,216 and 3,217), recorded as ceilings.
-TOTAL = 5931   # the whole directory (measured 5,930; the checker's lockstep replay of issue 17, 275 lines, was written
-#                and taken out again (commits d3d606f..74ed4ab, out in 808eba7): with it the kernel claim's base is 3,097;
+TOTAL = 6236   # the whole directory (measured 6,235: 5,930 plus issue 17's lockstep replay, certificates/lockstep.py,
+#                with kernel_claim.py split from kernel.py and output digests of dot products' terms, less the solver
+#                in the kernel claim (equal normal forms only: solve.py left its trusted base);
 #                5,930: plus 8 for the checker's shortcuts of 16-bit f16 input loads and
 #                f16/f32 cvt, less 2 in fma, issue 17's tensor-core rows; plus 1 refusing raw bits read as bf16;
 #                plus 1 for shared-memory shortcuts by a variable's name, plus 3 for a full barrier's join in n steps;

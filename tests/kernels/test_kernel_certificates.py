@@ -198,12 +198,37 @@ def test_large_outputs_are_certified_by_digest(tmp_path, monkeypatch):
     assert not ok and "normal form" in detail
 
 
-def test_digests_once_the_budget_is_passed_midway(monkeypatch):
-    """Texts are hashed as printed once their sum passes the budget: every output of the CTA
-    is then the digest of the text it would have had."""
+def test_digests_once_the_budget_is_passed_midway(monkeypatch, tmp_path):
+    """Once the texts' sum passes the budget, every output of the CTA is a digest: of its terms as arrays for the
+    GEMM's dot products (not of its text), and the replay recomputes each."""
     import verifier.kernels.certificate as kc
 
     texts = certify("sgemm_smem")["evidence"]["sgemm_smem"]["optimized"]["outputs"]
     monkeypatch.setattr(kc, "TEXT_BUDGET", sum(map(len, texts.values())) // 3)
-    outs = certify("sgemm_smem")["evidence"]["sgemm_smem"]["optimized"]["outputs"]
-    assert outs == {k: {"sha256": hashlib.sha256(t.encode()).hexdigest()} for k, t in texts.items()}
+    cert = certify("sgemm_smem")
+    outs = cert["evidence"]["sgemm_smem"]["optimized"]["outputs"]
+    assert set(outs) == set(texts) and all(set(v) == {"sha256"} for v in outs.values())
+    assert not any(outs[k]["sha256"] == hashlib.sha256(t.encode()).hexdigest() for k, t in texts.items())
+    ok, detail = outcome(cert, tmp_path)
+    assert ok, detail
+    outs[sorted(outs)[-1]] = outs[sorted(outs)[0]]
+    ok, detail = outcome(cert, tmp_path, "t.json")
+    assert not ok and "normal form" in detail
+
+
+def test_digest_is_a_function_of_the_normal_form():
+    """``Printer.digest``: equal normal forms built differently (a ``Dot`` by ``fma``, a ``Rat`` by ``*`` and ``+``,
+    terms in another order) have one digest; another coefficient, another pairing or an added constant change it;
+    a value with an atom of the table (``max``) is digested by its text, registering the atom."""
+    from certificates.kernel import Printer, fma, var
+    from certificates.poly import Rat, apply
+
+    a, b, c, d = (var(f"dg.{x}") for x in "abcd")
+    dot = fma(c, d, fma(a, b, fma(a, a, Rat.of(0))))
+    p = Printer()
+    assert type(dot).__name__ == "Dot"
+    assert p.digest(dot) == p.digest(d * c + a * a + b * a) == Printer().digest(dot)
+    assert len({p.digest(x) for x in (dot, a * b + c * d + a * a + a * b, a * c + b * d + a * a,
+                                      dot + Rat.of(1), a * b + c * d)}) == 5
+    m = apply("max", a, b)
+    assert p.digest(m * c) == hashlib.sha256(p.text(m * c).encode()).hexdigest() and p.table

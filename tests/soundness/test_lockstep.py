@@ -4,7 +4,7 @@ between two groups of a split warp, a dot product copied and then extended twice
 their types, mixed address provenance, a deadlock, barriers at two pcs, out-of-bounds lanes). With
 lockstep, every outcome (outputs, steps, schedule, witness, bytes written and touched, or the error) must
 be the per-thread interpreter's, the programs lockstep is meant to run must really run in lockstep (the
-per-thread path is not called), and the checker (``certificates.kernel.replay_cta``, thread by thread)
+per-thread path is not called), and the checker (``certificates.kernel_claim.replay_cta``, thread by thread)
 must accept the evidence lockstep writes and reject forged schedules."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 
 import certificates.kernel as ck
 from certificates.errors import CheckError
-from certificates.kernel import Printer, replay_cta
+from certificates.kernel import Printer
+from certificates.kernel_claim import replay_cta
 from certificates.limits import Limits
 from certificates.ptx import parse
 from verifier.kernels import exec as ex

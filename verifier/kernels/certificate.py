@@ -54,23 +54,16 @@ def pair_claim(name: str, entry: dict, base: Path, report: Report) -> tuple[dict
 
 
 def _evidence(res, printer: Printer) -> dict:
-    """One CTA's schedule, witness and printed outputs (all digests once their texts pass ``TEXT_BUDGET``:
-    each text is then hashed as it is printed, not held)."""
-    outputs: dict = {}
-    size = 0
-    for k, v in sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items()):
-        text = printer.text(v)
+    """One CTA's schedule, witness and printed outputs, or all of them as digests (``Printer.digest``) once their
+    texts pass ``TEXT_BUDGET`` (attention: 40 KB per element; SGEMM at K = 4096: about 60 KB)."""
+    items, outputs, size = sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items()), {}, 0
+    for k, v in items:
+        outputs[k] = printer.text(v)
+        size += len(outputs[k])
         if size > TEXT_BUDGET:
-            outputs[k] = _digest(text)
-            continue
-        outputs[k], size = text, size + len(text)
-        if size > TEXT_BUDGET:   # attention: 40 KB per element; SGEMM at K = 4096: about 60 KB
-            outputs = {j: _digest(x) for j, x in outputs.items()}
+            outputs = {k: {"sha256": printer.digest(v)} for k, v in items}
+            break
     return {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness), "outputs": outputs}
-
-
-def _digest(text: str) -> dict:
-    return {"sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def kernel_certificate(items: list[tuple[dict, dict, list[dict]]]) -> dict:

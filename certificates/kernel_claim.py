@@ -1,0 +1,125 @@
+"""Claim ``kernel-equivalence``: each CTA replayed along its evidence, in lockstep where ``lockstep`` can and
+else thread by thread (``kernel.Replay``), and the two kernels' outputs compared by their normal forms."""
+
+import math
+
+from .errors import Malformed, Rejected
+from .kernel import (Printer, Rat, Replay, Word, bind, check_dims, check_params, coverage, ctas, dot_equal, no_gc,
+                     scope, shared_bytes, shift, word_equal)
+from .limits import Limits
+from .lockstep import lockstep
+from .ptx import Kernel, parse
+
+
+def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits,
+               dyn: int | None = None):
+    """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs
+    and the replay (``gmem``: output bytes written, ``shadow``: bytes accessed)."""
+    if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
+            or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
+        raise Malformed(sw, "evidence needs schedule, witness and outputs")
+    with no_gc():
+        r = Replay(k, grid, block, params, cta, limits, side, dyn)
+        got = lockstep(r, ev["schedule"])
+        if got is None:
+            r = Replay(k, grid, block, params, cta, limits, side, dyn)
+            got = r.run(ev["schedule"])
+    claimed = set()
+    for i, w in enumerate(ev["witness"]):
+        if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
+                and all(type(x) is int for x in w[2:])):
+            raise Malformed(sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
+        claimed.add(tuple(w))
+    if claimed != r.witness:
+        diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))
+        raise Rejected(f"{sw}: the memory-event witness differs from the replay's at {diff[0]}")
+    if set(got) != set(ev["outputs"]):
+        raise Rejected(f"{sw}: the certified outputs are not the elements the kernel writes")
+    for key in sorted(got):
+        limits.tick()
+        cert = ev["outputs"][key]
+        if cert != ({"sha256": printer.digest(got[key])} if isinstance(cert, dict) else printer.text(got[key])):
+            raise Rejected(f"{sw}: {key}: the certified normal form is not the replay's")
+    return got, r
+
+
+def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
+    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of
+    the grid, and no output byte one CTA writes is accessed by another, so the CTAs are
+    independent) is race- and deadlock-free and every output element it writes is equal
+    over the reals. Evidence per side and CTA (``"all"``: ``{"ctas": [...]}`` in ``ctas``
+    order): the schedule, the witness (set of ordered conflict classes) and the printed
+    output normal forms (``Printer``: reference outputs, then optimized, by CTA and
+    element; one shared atom table), each as text or as ``{"sha256": digest}``."""
+    params = check_params(claim.get("params"), where)
+    every = claim.get("cta") == "all"
+    cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
+    if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
+        raise Malformed(where, 'cta: needs three non-negative integers or "all"')
+    outs, notes, printer, grids = {}, [], Printer(), []
+    for side in ("reference", "optimized"):
+        sw = f"{where}: {side}"
+        s, ev = claim.get(side), evidence.get(side)
+        if not isinstance(s, dict) or not isinstance(ev, dict):
+            raise Malformed(sw, "missing launch or evidence")
+        if s.get("ptx") not in arts or arts[s["ptx"]][0] != "ptx" or not isinstance(arts[s["ptx"]][1], str):
+            raise Malformed(sw, f"ptx: {s.get('ptx')!r} is not a PTX artifact")
+        _, text, awhere = arts[s["ptx"]]
+        if not isinstance(s.get("entry"), str):
+            raise Malformed(sw, "entry: needs the kernel's name")
+        k = parse(text, awhere).kernel(s["entry"])
+        grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
+        mine, dyn = bind(params, s, sw), shared_bytes(s, sw)
+        grids.append(grid)
+        todo = ctas(grid) if every else [cta]
+        evs = ev.get("ctas") if every else [ev]
+        if any(c >= g for c, g in zip(todo[0], grid)):
+            raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
+        if not isinstance(evs, list) or len(evs) != len(todo):
+            raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
+        outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
+        for c, e in zip(todo, evs):
+            got, r = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
+            written, touched = set(r.gmem), set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
+            events, classes = events + len(e["schedule"]), classes + len(r.witness)
+            clash = next((a for a in written if seen.get(a, c) != c), None) or \
+                next((a for a in touched if wrote.get(a, c) != c), None)
+            if clash is not None:
+                raise Rejected(f"{side}: CTAs {list(c)} and {list(seen.get(clash) or wrote[clash])} both access "
+                               f"output byte {clash:#x}, one writing it")
+            wrote.update(dict.fromkeys(written, c))
+            seen.update(dict.fromkeys(touched, c))
+            outs[side].update(got)
+        if r.tables:
+            notes.append(f"{k.name}: module variables {', '.join(r.tables)} at their PTX initial values "
+                         "(no host writes)")
+        notes.append(f"{k.name}: {len(todo)} CTA(s) of {r.n} threads, {events} schedule events, "
+                     f"{classes} conflict classes ordered")
+    if grids[0] != grids[1]:
+        raise Rejected(f"the launches' grids differ ({list(grids[0])}, {list(grids[1])}): CTA {list(cta)} of which?")
+    if evidence.get("atoms") != printer.table:
+        raise Rejected("the certified atom table is not the replay's")
+    ref, opt = outs["reference"], outs["optimized"]
+    if set(ref) != set(opt):
+        raise Rejected(f"{sorted(set(ref) ^ set(opt))[0]} is written by one kernel only")
+    methods: dict[str, int] = {}
+    for key in sorted(ref):
+        limits.tick()
+        if isinstance(ref[key], Word) or isinstance(opt[key], Word):
+            holds, method = word_equal(ref[key], opt[key]), "ring modulo 2^32"
+        else:
+            holds, method = dot_equal(ref[key], opt[key]) or Rat.of(shift(ref[key])).equals(
+                Rat.of(shift(opt[key]))), "normal-form"
+        if holds is not True:
+            raise Rejected(f"{key}: {'differs' if holds is False else 'not shown equal'} ({method}: a kernel claim "
+                           "holds by equal normal forms only)")
+        methods[method] = methods.get(method, 0) + 1
+    how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
+    covers = coverage(ref)
+    if claim.get("covers") != covers:
+        raise Rejected(f"the claim's covered outputs {claim.get('covers')} are not the elements written ({covers})")
+    total = sum(math.prod(p["shape"]) for p in params if p["role"] == "output")
+    runs = [f"{k}[{a}]" if a == b else f"{k}[{a}..{b}]" for k, v in covers.items() for a, b in v]
+    shown = ", ".join(runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")
+    return "; ".join(notes) + f"; {scope('all' if every else cta, grids[0])}: {len(ref)} of {total} output " \
+        f"elements equal over the reals ({shown}; {how})"

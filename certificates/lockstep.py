@@ -1,0 +1,305 @@
+"""Lockstep replay of one CTA (issue 17): groups of threads at one pc run an instruction at a time (registers uniform
+or numpy columns); all or nothing: the outputs as ``Replay.run`` gives them, else ``Fall`` and a fresh per-thread
+replay (never a verdict). It follows the schedule (``Replay.bar`` validates barriers) and is one schedule of the
+checked semantics: each run event interleaves its threads round-robin, which any race-free schedule may
+(docs/proofs.md, kernel-equivalence). Only full-CTA barriers are released, so in epoch ``E`` (barriers so far) every
+vector clock is ``[E] * n``: an access is ordered after another thread's iff that one is in an earlier epoch. Word
+shadows (last write: thread, epoch, pc; each thread's last read since) find exactly the conflicts ``Replay.access``
+finds (a race: ``Fall``, so at least as strict), with the same classes (the barrier ending the first access's epoch
+for its thread). Shared memory is whole words of input elements (``Var.ix``) or objects; global accesses other than
+f32 input loads, and all else, run ``Replay.step`` per thread (once for uniform operands)."""
+
+import operator as opr
+from array import array
+
+import numpy as np
+
+from .errors import CheckError
+from .kernel import (BARRIERS, BINARY_OPS, COMPARE, FLOATS, INTS, NAMES, SHARED_BASE, SPACES, Dot, Ptr, Replay, Var,
+                     bits, index, var, wrap)
+from .poly import ONE_P, Rat
+from .ptx import Imm, Instr, Mem, Pair, Reg, Sym
+
+OPS = {**BINARY_OPS, "min": np.minimum, "max": np.maximum, "mul": opr.mul, "mad": lambda a, b, c: a * b + c,
+       "shl": lambda a, b: a * (1 << b), "shr": opr.rshift, "mov": lambda a: a, "cvt": lambda a: a, "setp": None}
+ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # where an address keeps provenance
+CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
+EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
+
+
+class Fall(Exception):
+    """Not decided in lockstep: the per-thread replay reruns the CTA."""
+
+
+def nwrap(v, t: str):
+    """``wrap`` of an int64 column; 64 bits: the bit pattern (every read wraps it to its type, as ``Replay.ival``)."""
+    n = bits(t)
+    return v if n == 64 else (v & (1 << n) - 1) - ((v >> n - 1 & 1) << n if t[0] == "s" else 0)
+
+
+def col(a: np.ndarray, prov: tuple = ()):
+    """A uniform value if every thread's is the same, else the column (``("p", a, alloc, space)``: addresses)."""
+    if (a == a[0]).all():
+        return Ptr(int(a[0]), *prov) if prov else a[0].item()
+    return ("p", a, *prov) if prov else a
+
+
+def take(v, s: np.ndarray):
+    if type(v) is not tuple:
+        return v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v
+    return ("d", v[1], [v[2][0][s, :v[3]], v[3]], v[3]) if v[0] == "d" else (v[0], v[1][s], *v[2:])
+
+
+class Lockstep:
+    def __init__(self, r: Replay) -> None:
+        w = max([p.alloc[2] - SHARED_BASE >> 2 for p in r.sym.values() if p.alloc[3] == "shared"], default=0)
+        if w * r.n >> 23 or len(r.k.instrs) >> 24 or not all(ins.op in CHEAP and (ins.parts[-1] not in FLOATS or ins.op
+                in ("fma", "mad", "mov", "ld", "st")) and (ins.op not in ("ld", "st") or {*SPACES} & {*ins.parts}) or
+                ins.opcode in BARRIERS and all(isinstance(x, Imm) for x in ins.operands[:1]) and len(ins.operands) < 2
+                for ins in r.k.instrs):   # no per-thread float arithmetic, no generic-space access, full barriers
+            raise Fall
+        self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
+        self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
+        self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
+
+    def run(self, schedule: list) -> dict:
+        r = self.r
+        for ev in schedule:
+            if type(ev) is list and len(ev) == 4 and ev[0] == "bar":
+                r.bar(ev[1], ev[2], ev[3], "")
+                if any(t.state != "run" for t in r.th):   # full-CTA barriers only
+                    raise Fall
+                if self.E == len(self.B):   # B[e, t]: the barrier ending thread t's epoch e
+                    self.B = np.concatenate([self.B, self.B])
+                self.B[self.E], self.E = [t.pc - 1 for t in r.th], self.E + 1
+                for g in self.live:
+                    g[0] += 1
+                continue
+            if not (type(ev) is list and len(ev) == 3 and ev[0] == "run" and type(ev[1]) is type(ev[2]) is int
+                    and 0 <= ev[1] <= ev[2] < r.n and all(r.th[t].state == "run" for t in range(ev[1], ev[2] + 1))):
+                raise Fall
+            todo = [self.split(g, m) for g in list(self.live) if r.th[g[1][0]].state == "run"
+                    for m in [(g[1] >= ev[1]) & (g[1] <= ev[2])] if m.any()]
+            while todo:
+                self.go(todo.pop(), todo)
+        if any(t.state != "exit" for t in r.th):
+            raise Fall
+        return {f"{r.tensor(a)[0]}[{r.tensor(a)[1]}]": v for a, v in r.gmem.items()}
+
+    def split(self, g: list, m: np.ndarray) -> list:
+        """Threads ``m`` of group ``g`` (pc, ids, registers) as a group; ``g`` keeps the others."""
+        if m.all():
+            return g
+        s, t = np.flatnonzero(m), np.flatnonzero(~m)
+        if min(len(s), len(t)) < 32:   # groups under a warp: slower than per thread
+            raise Fall
+        self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in g[2].items()}])
+        g[1:] = g[1][t], {k: take(v, t) for k, v in g[2].items()}
+        return self.live[-1]
+
+    def go(self, g: list, todo: list) -> None:
+        """Run ``g`` until it blocks or exits; a guard true for some threads only splits it (the rest: ``todo``)."""
+        instrs, limits = self.r.k.instrs, self.r.limits
+        while True:
+            ins, regs = instrs[g[0]] if g[0] < len(instrs) else EXIT, g[2]
+            self.steps += len(g[1])
+            if self.steps >> 12 != (self.steps - len(g[1])) >> 12:
+                limits.tick()
+            p = ins.guard and regs[ins.guard[0]]
+            if type(p) in (list, tuple):
+                raise Fall
+            if type(p) is np.ndarray and p.any() != p.all():
+                todo.append(self.split(g, p.astype(bool) == ins.guard[1]))
+                todo[-1][0] += 1
+            elif ins.guard and bool(p.any() if type(p) is np.ndarray else p) == ins.guard[1]:
+                g[0] += 1
+                continue
+            op, o = ins.op, ins.operands
+            if op == "bra":
+                g[0] = self.r.k.labels[o[0].name]
+                continue
+            if op in ("ret", "exit", "bar", "barrier"):
+                for t in g[1].tolist():
+                    th = self.r.th[t]
+                    th.state, th.wait, th.pc = ("exit", None, g[0]) if op[0] != "b" else ("block", (
+                        "bar", wrap(o[0].value, "u32") if o else 0, None), g[0])
+                return
+            if "shared" in ins.parts and op in ("ld", "st"):
+                self.shared(g, ins)
+            elif not (ins.parts[:2] == ["ld", "global"] and self.load(g, ins) or op in OPS and self.ints(g, ins)
+                      or op in ("fma", "mad") and self.fma(g, ins)):
+                self.generic(g, ins)
+            g[0] += 1
+
+    def at(self, v, j: int):
+        """Thread ``j``'s value of ``v`` (a ``Dot`` as ``fma`` builds it)."""
+        if type(v) is not tuple:
+            return v[j].item() if type(v) is np.ndarray else v[j] if type(v) is list else v
+        if v[0] != "d":
+            return Ptr(int(v[1][j]), *v[2:]) if v[0] == "p" else self.atom(int(v[1][j]))
+        d = Dot.__new__(Dot)
+        d.up, d.k, d._n, d.d = (v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3], None, ONE_P
+        return d
+
+    def atom(self, i: int) -> Var:
+        return self.obj.get(i) or self.obj.setdefault(i, var(NAMES[i][0][0]))
+
+    def generic(self, g: list, ins) -> None:
+        """``Replay.step`` per thread on its operands (once if they are uniform and it accesses no memory)."""
+        o, dst = ins.operands, ins.operands[0]
+        srcs = {x.name for x in [*o[1:], *getattr(o[1], "items", ()), *[x.base for x in o if isinstance(x, Mem)]]
+                if isinstance(x, Reg)}
+        dsts = [] if ins.op == "st" else [x.name for x in getattr(dst, "items", None) or (
+            [dst.first, dst.second] if isinstance(dst, Pair) else [dst])]
+        vs = {s: g[2][s] for s in srcs}
+        once = all(type(v) not in (np.ndarray, list, tuple) for v in vs.values()) and (
+            ins.op not in ("ld", "st") or "param" in ins.parts)
+        out = []
+        for j, t in enumerate(g[1][:1] if once else g[1]):
+            th = self.r.th[t]
+            th.regs = {s: self.at(v, j) for s, v in vs.items()}
+            q = self.r.quick[ins.index]
+            q and q(th.regs, th) or self.r.step(th, ins)
+            out.append([th.regs[d] for d in dsts])
+        for i, d in enumerate(dsts):
+            vs, ts = [x[i] for x in out], {type(x[i]) for x in out}
+            g[2][d] = vs[0] if once else col(np.array(vs, bool)) if ts == {bool} else col(
+                np.array(vs, np.int64), (vs[0].alloc, vs[0].space)) if ts == {Ptr} and len(
+                {(v.alloc, v.space) for v in vs}) == 1 else col(np.array([v - ((v >> 63 > 0) << 64) for v in vs])) \
+                if ts == {int} else ("a", np.array([self.obj.setdefault(v.ix, v).ix for v in vs])) if ts == {Var} \
+                else vs
+
+    def ints(self, g: list, ins) -> bool:
+        """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands wrapped to their types,
+        the result to its type, an address kept where ``derive``/``keep`` keep it; a moved float column as is."""
+        p, o, op, regs = ins.parts, ins.operands, ins.op, g[2]
+        vals = [regs[x.name] if isinstance(x, Reg) else self.r.sym[x.name] if isinstance(x, Sym) else x for x in o[1:]]
+        if not any(type(v) in (np.ndarray, tuple) for v in vals) or not isinstance(o[0], Reg) or "sat" in p:
+            return False
+        if op == "mov" and type(vals[0]) is tuple and vals[0][0] in "ad":
+            regs[o[0].name] = vals[0]
+            return True
+        ty, prov = p[-1], ()
+        n, dt = bits(ty), p[1] if op == "cvt" else ty[0] + str(2 * bits(ty)) if "wide" in p else ty
+        if ty not in INTS or dt not in INTS or len(p) != 2 + (op in ("mul", "mad", "cvt", "setp")) or \
+                op in ("mul", "mad") and p[1] not in ("lo", "wide") or op == "setp" and p[1] not in COMPARE:
+            return False
+        for i, (v, t) in enumerate(zip(vals, {"shl": (ty, "u32"), "shr": (ty, "u32"), "mad": (ty, ty, dt)}.get(
+                op, (ty, ty)))):
+            if type(v) is Ptr or type(v) is tuple and v[0] == "p":
+                if prov or i not in ADDR.get(op, ()):
+                    return False
+                prov, vals[i] = ((v.alloc, v.space), int(v)) if type(v) is Ptr else (v[2:], v[1])
+            elif type(v) is np.ndarray and v.dtype == np.int64 or type(v) in (int, Imm):
+                vals[i] = nwrap(v, t) if type(v) is np.ndarray else wrap(getattr(v, "value", v), t)
+                if type(v) is not np.ndarray and not -1 << 63 <= vals[i] < 1 << 63:
+                    return False
+            else:
+                return False
+        if n == 64 and ty[0] != "s" and op in ("setp", "shr", "min", "max") and any(np.any(x < 0) for x in vals) or \
+                op in ("shl", "shr") and not (type(vals[1]) is int and vals[1] < min(n, 63)):
+            return False   # an unsigned order of 64-bit patterns; a shift past the width
+        res = np.asarray(COMPARE[p[1]](*vals) if op == "setp" else nwrap(np.asarray(OPS[op](*vals)), dt))
+        if prov and op in ("mov", "cvt") and not np.array_equal(res, vals[0]):
+            raise Fall
+        regs[o[0].name] = col(res, prov)
+        return True
+
+    def fma(self, g: list, ins) -> bool:
+        """``fma``/``mad .f32`` of atom columns (or ``Var``s) onto a dot-product column ``("d", base, [keys, used],
+        k)`` or a ``Rat`` base of denominator 1: the keys ``a.ix << 32 | b.ix`` appended, as ``fma`` does per thread."""
+        o = ins.operands
+        if ins.parts[-1] != "f32" or "sat" in ins.parts or len(o) != 4 or not all(isinstance(x, Reg) for x in o):
+            return False
+        a, b, c = (g[2][x.name] for x in o[1:])
+        ka, kb = (x[1] if type(x) is tuple and x[0] == "a" else x.ix if type(x) is Var else None for x in (a, b))
+        if ka is None or kb is None or type(ka) is type(kb) is int and type(c) is not tuple:
+            return False
+        if type(c) is tuple and c[0] == "d":
+            _, base, buf, k = c
+        elif type(c) in (Rat, Var) and c.d is ONE_P:
+            base, buf, k = c, [np.empty((len(g[1]), 0), np.int64), 0], 0
+        else:
+            return False
+        if buf[1] != k or k == buf[0].shape[1]:    # extended by another copy, or full: a new buffer
+            new = np.empty((len(g[1]), max(16, 2 * k)), np.int64)
+            new[:, :k], buf = buf[0][:, :k], [new, k]
+        buf[0][:, k], buf[1], g[2][o[0].name] = np.asarray(ka) << 32 | kb, k + 1, ("d", base, buf, k + 1)
+        return True
+
+    def address(self, g: list, ins, space: str):
+        """A 4-byte (vector) access in ``space``: the addresses (aligned, each element in bounds of one allocation of
+        ``space``), the allocation and the registers; or None."""
+        p, o = ins.parts, ins.operands
+        m, regs = (o[1], o[0]) if ins.op == "ld" else (o[0], o[1])
+        items = getattr(regs, "items", [regs])
+        v = isinstance(m, Mem) and (g[2] if isinstance(m.base, Reg) else self.r.sym).get(m.base.name)
+        if not (set(p[2:-1]) <= {"nc", "v2", "v4"} and p[-1] in ("f32", "b32", "u32", "s32") and len(items) == (
+                4 if "v4" in p else 2 if "v2" in p else 1) and (type(v) is Ptr or type(v) is tuple and v[0] == "p")):
+            return None
+        a, al, sp = (np.full(len(g[1]), int(v)), v.alloc, v.space) if type(v) is Ptr else v[1:]
+        a = a + m.offset
+        if al[3] != space or sp != space and {sp, space} != {"generic", "global"} or (a & 3).any() or a.min() < al[1] \
+                or a.max() > al[2] - 4 * len(items):
+            return None
+        return a, al, items
+
+    def load(self, g: list, ins) -> bool:
+        """``ld.global`` of elements of an f32 input tensor: their ``Var``s (one per address), as ``Replay.load``."""
+        r, got = self.r, self.address(g, ins, "global")
+        t = got and next((t for t in r.tensors if t[0] == got[1][0]), ())
+        if not got or t[1:3] != ("input", 4) or t[0] in r.ints or t[3] >> 24:
+            return False
+        ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
+        for i, d in enumerate(got[2]):
+            e = (got[0] + 4 * i - t[4]) >> 2
+            for x in np.unique(e[ix[e] < 0]).tolist() if (ix[e] < 0).any() else ():
+                ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
+            g[2][d.name] = "a", ix[e]
+        return True
+
+    def shared(self, g: list, ins) -> None:
+        """``ld/st.shared`` of whole words (a vector word by word), raced by epochs; else ``Fall``."""
+        E, pc, T, got = self.E, ins.index, g[1], ins.parts[1] == "shared" and self.address(g, ins, "shared")
+        if not got:
+            raise Fall
+        for i, d in enumerate(got[2]):
+            w = (got[0] - SHARED_BASE >> 2) + i
+            lw = self.wt[w]
+            hit = (lw >= 0) & (lw != T)
+            self.note("WAW" if ins.op == "st" else "RAW", self.wx[w][hit], lw[hit], pc)
+            if ins.op == "ld":
+                self.rd[w, T], v = E << 24 | pc, self.sm[w]
+                if (v == -1).any():
+                    raise Fall
+                g[2][d.name] = ("a", v) if (v >= 0).all() else [self.so[x] if y == -2 else self.atom(y)
+                                                                 for x, y in zip(w.tolist(), v.tolist())]
+                continue
+            rd = self.rd[w]
+            rd[np.arange(len(T)), T] = -1
+            self.note("WAR", rd[rd >= 0], np.nonzero(rd >= 0)[1], pc)
+            v = g[2][d.name] if isinstance(d, Reg) else None
+            if len(np.unique(w)) < len(w):
+                raise Fall
+            if not (type(v) is tuple and v[0] == "a" or type(v) is Var):
+                vs = [self.at(v, j) for j in range(len(T))]
+                if not all(type(x) in (Rat, Dot, Var) for x in vs):
+                    raise Fall
+                v = self.so.update(zip(w.tolist(), vs)) or ("a", -2)
+            self.sm[w], self.wt[w], self.wx[w], self.rd[w] = v[1] if type(v) is tuple else self.obj.setdefault(
+                v.ix, v).ix, T, E << 24 | pc, -1
+
+    def note(self, kind: str, keys: np.ndarray, ts: np.ndarray, pc: int) -> None:
+        """Conflicts with threads ``ts``' accesses ``epoch << 24 | pc``: in this epoch a race (``Fall``)."""
+        if len(keys) and (keys >> 24 == self.E).any():
+            raise Fall
+        for k in np.unique((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]).tolist() if len(keys) else ():
+            self.r.witness.add(("shared", kind, k >> 24, pc, k & 0xFFFFFF))
+
+
+def lockstep(r: Replay, schedule: list) -> dict | None:
+    """``r.run(schedule)``'s outputs in lockstep, or None (``r`` spent: replay a fresh one per thread)."""
+    try:
+        return Lockstep(r).run(schedule)
+    except (Fall, CheckError, ArithmeticError, LookupError, TypeError, ValueError, AttributeError):
+        return None
