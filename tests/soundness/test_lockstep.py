@@ -4,8 +4,9 @@ between two groups of a split warp, a dot product copied and then extended twice
 their types, mixed address provenance, a deadlock, barriers at two pcs, out-of-bounds lanes). With
 lockstep, every outcome (outputs, steps, schedule, witness, bytes written and touched, or the error) must
 be the per-thread interpreter's, the programs lockstep is meant to run must really run in lockstep (the
-per-thread path is not called), and the checker (``certificates.kernel_claim.replay_cta``, thread by thread)
-must accept the evidence lockstep writes and reject forged schedules."""
+per-thread path is not called), and the checker (``certificates.kernel_claim.replay_cta``) must accept the
+evidence lockstep writes and reject forged schedules. The checker's own lockstep (``certificates.lockstep``) is
+held to the same rule against the checker's per-thread replay."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import certificates.kernel as ck
 from certificates.errors import CheckError
 from certificates.kernel import Printer
 from certificates.kernel_claim import replay_cta
+from certificates.lockstep import lockstep as checker_lockstep
 from certificates.limits import Limits
 from certificates.ptx import parse
 from verifier.kernels import exec as ex
@@ -124,6 +126,12 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     "split warp, writer first": (
         "\tsetp.ge.u32 %p1, %r1, 16;\n\t@%p1 bra WRITE;\n" + OTHER.format(16) + "\tld.shared.f32 %f3, [%r7];\n"
         + Y.format(3) + "\tbra DONE;\nWRITE:\n\tst.shared.f32 [%r4], %f1;\nDONE:\n", 32, False),
+    # warp 1 reads the slots warp 0 writes in the same epoch (no barrier between): a race, in either order
+    "two warps, read across, no barrier": ("\tst.shared.f32 [%r4], %f1;\n" + OTHER.format(32)
+                                           + "\tld.shared.f32 %f3, [%r7];\n" + Y.format(3), 64, False),
+    "two warps, overwrite a slot read, no barrier": (
+        "\tst.shared.f32 [%r4], %f1;\n\tbar.sync 0;\n" + OTHER.format(32) + "\tld.shared.f32 %f3, [%r7];\n"
+        "\tst.shared.f32 [%r4], %f2;\n" + Y.format(3), 64, False),
     # two warps at two barrier instructions (one id, every thread): race-free, with a RAW witness
     "two warps, two barrier pcs": (
         "\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra READ;\n\tst.shared.f32 [%r4], %f1;\n\tbar.sync 0;\n\tbra DONE;\n"
@@ -225,13 +233,46 @@ def evidence(name: str) -> dict | None:
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_checker_accepts_what_lockstep_certifies(name):
-    """The checker replays the lockstep engine's schedule thread by thread and reaches its witness and outputs."""
+    """The checker replays the lockstep engine's schedule and reaches its witness and outputs."""
     ev = evidence(name)
     assert (ev is None) == (per_thread(name)[0] != "ok")
     if ev is not None:
         k, n = kernel(name), PROGRAMS[name][1]
         got, r = replay_cta(k, [1, 1, 1], [n, 1, 1], PARAMS, (0, 0, 0), ev, "", "t", Printer(), Limits())
         assert set(got) == set(ev["outputs"])
+
+
+# the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
+CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "dot copied then extended twice", "dot on a per-thread base",
+                    "mixed provenance", "tile loop, ordered", "two warps, two barrier pcs"}
+
+
+def schedule(name: str) -> list:
+    """The per-thread engine's schedule, or one running every thread to its end (a racy or deadlocking program)."""
+    k, n = kernel(name), PROGRAMS[name][1]
+    try:
+        with ck.no_gc():
+            return ex.CTA(k, [1, 1, 1], [n, 1, 1], PARAMS).run().schedule
+    except CheckError:
+        return [["run", 0, n - 1]]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_checkers_lockstep_is_its_per_thread_replay(name):
+    """Along the same schedule, the checker's lockstep declines (None) or ends exactly as its per-thread ``Replay``
+    (outputs, witness, output bytes written); it never completes where that one rejects (a race, a deadlock)."""
+    k, n, sched = kernel(name), PROGRAMS[name][1], schedule(name)
+
+    def view(lock: bool):
+        r = ck.Replay(k, [1, 1, 1], [n, 1, 1], PARAMS, (0, 0, 0), Limits())
+        with ck.no_gc():
+            got = checker_lockstep(r, sched) if lock else r.run(sched)
+        p = Printer()
+        return got and ({key: p.text(v) for key, v in sorted(got.items())}, sorted(r.witness), sorted(r.gmem))
+
+    want, got = outcome(lambda: view(False)), outcome(lambda: view(True))
+    assert got in (want, ("ok", None)), (want, got)
+    assert (got == want) == (want[0] == "ok" and name in CHECKER_LOCKSTEP), name
 
 
 # schedules an attacker writes for "tile loop, ordered" (64 threads): each must be REJECTed
