@@ -452,25 +452,9 @@ def mma_acc(g: int, q: int) -> tuple:
 def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
     """A shortcut ``f(regs, th) -> bool`` (or None) doing what ``step`` does and returning True, or changing nothing
     and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs`` element (16 bits
-    of an f16 one), f16/f32 cvt of a ``Rat``, ``ld/st.shared.f32`` at an aligned shared address (a store: of a ``Rat``),
-    integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address: add/sub's a, mad's c)."""
+    of an f16 one), f16/f32 cvt of a ``Rat``, integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address:
+    add/sub's a, mad's c). Shared memory takes ``step``: a shortcut gained nothing where lockstep does not run."""
     p, o, op, ty, inits = ins.parts, ins.operands, ins.op, ins.parts[-1], r.inits
-    if p in (["ld", "shared", "f32"], ["st", "shared", "f32"]) and len(o) == 2 and isinstance(o[op == "ld"], Mem) \
-            and isinstance(o[op == "ld"].base, (Reg, Sym)) and isinstance(o[op == "st"], Reg):
-        (base, off), reg = (o[op == "ld"].base.name, o[op == "ld"].offset), o[op == "st"].name
-        fixed = r.sym.get(base) if isinstance(o[op == "ld"].base, Sym) else None   # a variable's own address
-
-        def shared(regs, th):
-            a, v = regs.get(base) if fixed is None else fixed, regs.get(reg)
-            if type(a) is not Ptr or a.space != "shared" or (a + off) % 4 or op == "st" and type(v) not in RATS:
-                return False
-            if op == "st":
-                r.store(th, ins, a.at(off), 4, v)
-            else:
-                v = r.load(th, ins, a.at(off), 4)
-                regs[reg] = r.keep(ins, v, wrap(v, ty)) if isinstance(v, Ptr) else typed(v, ty)
-            return True
-        return shared
     dst = o[0].name if o and isinstance(o[0], Reg) and "sat" not in p else None
     if dst and ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and all(isinstance(x, Reg) for x in o):
         src, fn, three = [x.name for x in o[1:]], FLOAT_OPS[op], len(o) == 4 and op in ("fma", "mad")

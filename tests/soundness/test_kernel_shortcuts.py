@@ -1,6 +1,6 @@
-"""The checker's shortcuts of issue 17 (``certificates.kernel.quick``: shared accesses by a variable's
-name, 16-bit loads of f16 inputs, f16/f32 ``cvt``; ``Replay.sync``: a full barrier's clock join in n
-steps) under attack: a certificate the engine wrote for a benign kernel, its PTX swapped for one that
+"""The checker's shortcuts of issue 17 (``certificates.kernel.quick``: 16-bit loads of f16 inputs, f16/f32
+``cvt``; ``Replay.sync``: a full barrier's clock join in n steps; shared accesses by a variable's name, a
+shortcut once, now ``Replay.step`` and ``certificates.lockstep``) under attack: a certificate the engine wrote for a benign kernel, its PTX swapped for one that
 only a wrong shortcut would let through, must be REJECTed, and the engine must not say "equivalent"."""
 
 from __future__ import annotations
