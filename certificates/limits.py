@@ -33,7 +33,7 @@ class Limits:
 # The default of functions called without limits (the engine, tests): sizes bounded, no clock, since
 # a clock started at import would expire in any long-lived process. Replay always passes its own Limits.
 DEFAULT = Limits(seconds=math.inf)
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)  # a JSON string, or an unterminated one to the end
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S)   # a JSON string, or an unterminated one to the end
 
 
 def _scan_depth(text: str, where: str, max_depth: int) -> None:

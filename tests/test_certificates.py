@@ -184,3 +184,20 @@ def test_malformed_artifact_list(cert, tmp_path):
     c["subject"]["artifacts"].append(copy.deepcopy(c["subject"]["artifacts"][0]))
     with pytest.raises(Malformed, match="duplicate artifact id 'spec'"):
         replay(write(tmp_path, c))
+
+
+@pytest.mark.parametrize("text,deep", [
+    ('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}', False),   # brackets in a string
+    ('["\\\\", ' + "[" * 70 + "]" * 70 + "]", True),     # an escaped backslash ends no string early
+    ('["\\"' + "[" * 70 + '"]', False),                  # an escaped quote: still in the string
+    ('["' + "[" * 70, False),                              # an unterminated string runs to the end
+    ("[" * 65 + "]" * 65, True), ("[" * 64 + "]" * 64, False)])
+def test_json_depth_scan_skips_strings(text, deep):
+    """``limits._scan_depth`` (run before ``json.loads``) counts brackets outside JSON strings only."""
+    from certificates.errors import LimitExceeded
+    from certificates.limits import _scan_depth
+    if deep:
+        with pytest.raises(LimitExceeded):
+            _scan_depth(text, "t", 64)
+    else:
+        _scan_depth(text, "t", 64)
