@@ -20,7 +20,7 @@ from .. import __version__
 from .equiv import Report
 
 SIDES = ("reference", "optimized")
-TEXT_BUDGET = 8 * 2**20   # bytes of printed normal forms per kernel before digests replace them
+TEXT_BUDGET = 2**20   # bytes of printed normal forms per kernel before digests replace them (a readable size)
 
 
 def _ptx_artifact(aid: str, text: str) -> dict:
