@@ -15,10 +15,10 @@ from array import array
 import numpy as np
 
 from .errors import CheckError
-from .kernel import (BARRIERS, BINARY_OPS, COMPARE, FLOATS, INTS, NAMES, SHARED_BASE, SPACES, Dot, Ptr, Replay, Var,
-                     bits, index, var, wrap)
+from .kernel import (BARRIERS, BINARY_OPS, COMPARE, FLOAT_OPS, INTS, NAMES, RATS, SHARED_BASE, SPACES, Dot, Ptr, Replay, Var,
+                     bits, float_of_bits, index, var, wrap)
 from .poly import ONE_P, Rat
-from .ptx import Imm, Instr, Mem, Pair, Reg, Sym
+from .ptx import FImm, Imm, Instr, Mem, Pair, Reg, Sym
 
 OPS = {**BINARY_OPS, "min": np.minimum, "max": np.maximum, "mul": opr.mul, "mad": lambda a, b, c: a * b + c,
        "shl": lambda a, b: a * (1 << b), "shr": opr.rshift, "mov": lambda a: a, "cvt": lambda a: a, "setp": None}
@@ -53,10 +53,10 @@ def take(v, s: np.ndarray):
 class Lockstep:
     def __init__(self, r: Replay) -> None:
         w = max([p.alloc[2] - SHARED_BASE >> 2 for p in r.sym.values() if p.alloc[3] == "shared"], default=0)
-        if w * r.n >> 23 or len(r.k.instrs) >> 24 or not all(ins.op in CHEAP and (ins.parts[-1] not in FLOATS or ins.op
-                in ("fma", "mad", "mov", "ld", "st")) and (ins.op not in ("ld", "st") or {*SPACES} & {*ins.parts}) or
-                ins.opcode in BARRIERS and all(isinstance(x, Imm) for x in ins.operands[:1]) and len(ins.operands) < 2
-                for ins in r.k.instrs):   # no per-thread float arithmetic, no generic-space access, full barriers
+        if w * r.n >> 23 or len(r.k.instrs) >> 24 or not all((ins.op in CHEAP or ins.op in FLOAT_OPS) and (
+                ins.op not in ("ld", "st") or {*SPACES} & {*ins.parts}) or ins.opcode in BARRIERS and all(
+                isinstance(x, Imm) for x in ins.operands[:1]) and len(ins.operands) < 2
+                for ins in r.k.instrs):   # register arithmetic, accesses in a named space, full barriers
             raise Fall
         self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
@@ -127,7 +127,7 @@ class Lockstep:
             if "shared" in ins.parts and op in ("ld", "st"):
                 self.shared(g, ins)
             elif not (ins.parts[:2] == ["ld", "global"] and self.load(g, ins) or op in OPS and self.ints(g, ins)
-                      or op in ("fma", "mad") and self.fma(g, ins)):
+                      or op in ("fma", "mad") and self.fma(g, ins) or op in FLOAT_OPS and self.real(g, ins)):
                 self.generic(g, ins)
             g[0] += 1
 
@@ -225,6 +225,20 @@ class Lockstep:
             new = np.empty((len(g[1]), max(16, 2 * k)), np.int64)
             new[:, :k], buf = buf[0][:, :k], [new, k]
         buf[0][:, k], buf[1], g[2][o[0].name] = np.asarray(ka) << 32 | kb, k + 1, ("d", base, buf, k + 1)
+        return True
+
+    def real(self, g: list, ins) -> bool:
+        """f32 ``FLOAT_OPS`` of reals in registers or immediates (not ``.sat``; ``div`` by nonzero values), per
+        thread, as ``Replay.step``."""
+        o, n = ins.operands, len(g[1])
+        if ins.parts[-1] != "f32" or "sat" in ins.parts or not isinstance(o[0], Reg) or not all(
+                isinstance(x, (Reg, FImm)) for x in o[1:]):
+            return False
+        vals = [float_of_bits(x.bits, x.width) if isinstance(x, FImm) else g[2][x.name] for x in o[1:]]
+        cols = [[self.at(v, j) for j in range(n)] if type(v) in (np.ndarray, list, tuple) else [v] * n for v in vals]
+        if not all(type(x) in RATS for c in cols for x in c) or ins.op == "div" and any(x.is_zero() for x in cols[1]):
+            return False
+        g[2][o[0].name] = [FLOAT_OPS[ins.op](f) for f in zip(*cols)]
         return True
 
     def address(self, g: list, ins, space: str):

@@ -175,6 +175,9 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
                                + "\tshl.b32 %r6, %r5, 4;\n\tadd.s32 %r6, %r2, %r6;\n"
                                "\tld.shared.v4.f32 {%f3, %f4, %f5, %f6}, [%r6];\n\tadd.f32 %f3, %f3, %f6;\n"
                                + Y.format(3), 32, False),
+    # saturation, a float immediate, a quotient (the checker's lockstep: .sat and div per thread, by step)
+    "saturated, immediate, quotient": ("\tadd.sat.f32 %f3, %f1, %f2;\n\tmul.f32 %f4, %f3, 0f40000000;\n"
+                                       "\tdiv.rn.f32 %f5, %f4, %f2;\n\tsub.f32 %f5, %f5, %f3;\n" + Y.format(5), 64, False),
     "float arithmetic off the dot path": ("\tmul.f32 %f3, %f1, %f2;\n\tmax.f32 %f4, %f3, %f1;\n"
                                           "\tmul.f32 %f5, %f4, 0f3FB8AA3B;\n\tex2.approx.f32 %f6, %f5;\n"
                                           "\tfma.rn.f32 %f6, %f6, %f6, %f3;\n" + Y.format(6), 64, True),
@@ -244,7 +247,8 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
 
 # the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
 CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "dot copied then extended twice", "dot on a per-thread base",
-                    "mixed provenance", "tile loop, ordered", "two warps, two barrier pcs"}
+                    "float arithmetic off the dot path", "mixed provenance", "saturated, immediate, quotient", "reread an output", "tile loop, ordered",
+                    "two warps, two barrier pcs", "vector shared accesses", "witness classes"}
 
 
 def schedule(name: str) -> list:
