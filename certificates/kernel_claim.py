@@ -112,8 +112,8 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             holds, method = dot_equal(a, b) or a.d.t == b.d.t and a.n.t == b.n.t or Rat.of(shift(a)).equals(
                 Rat.of(shift(b))), "normal-form"
         if holds is not True:
-            raise Rejected(f"{key}: {'differs' if holds is False else 'not shown equal'} ({method}: a kernel claim "
-                           "holds by equal normal forms only)")
+            raise Rejected(f"{key}: {'not decided' if holds is None else 'differs'} by {method} (kernel claims hold by "
+                           "equal normal forms only, or integers equal modulo 2^32)")
         methods[method] = methods.get(method, 0) + 1
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
     covers = coverage(ref)

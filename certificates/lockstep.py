@@ -6,8 +6,8 @@ checked semantics: each run event interleaves its threads round-robin, which any
 vector clock is ``[E] * n``: an access is ordered after another thread's iff that one is in an earlier epoch. Word
 shadows (last write: thread, epoch, pc; each thread's last read since) find exactly the conflicts ``Replay.access``
 finds (a race: ``Fall``, so at least as strict), with the same classes (the barrier ending the first access's epoch
-for its thread). Shared memory is whole words of input elements (``Var.ix``) or objects; global accesses other than
-f32 input loads, and all else, run ``Replay.step`` per thread (once for uniform operands)."""
+for its thread). Shared memory is whole words of input elements (``Var.ix``) or objects; f32 arithmetic of reals runs
+per thread on the columns; global accesses other than f32 input loads, and all else, run ``Replay.step`` per thread."""
 
 import operator as opr
 from array import array
@@ -15,8 +15,8 @@ from array import array
 import numpy as np
 
 from .errors import CheckError
-from .kernel import (BARRIERS, BINARY_OPS, COMPARE, FLOAT_OPS, INTS, NAMES, RATS, SHARED_BASE, SPACES, Dot, Ptr, Replay, Var,
-                     bits, float_of_bits, index, var, wrap)
+from .kernel import (BARRIERS, BINARY_OPS, COMPARE, FLOAT_OPS, INTS, NAMES, RATS, SHARED_BASE, SPACES, Dot, Ptr,
+                     Replay, Var, bits, float_of_bits, index, var, wrap)
 from .poly import ONE_P, Rat
 from .ptx import FImm, Imm, Instr, Mem, Pair, Reg, Sym
 

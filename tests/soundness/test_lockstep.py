@@ -16,8 +16,8 @@ import certificates.kernel as ck
 from certificates.errors import CheckError
 from certificates.kernel import Printer
 from certificates.kernel_claim import replay_cta
-from certificates.lockstep import lockstep as checker_lockstep
 from certificates.limits import Limits
+from certificates.lockstep import lockstep as checker_lockstep
 from certificates.ptx import parse
 from verifier.kernels import exec as ex
 from verifier.kernels.certificate import _evidence
@@ -247,8 +247,9 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
 
 # the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
 CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "dot copied then extended twice", "dot on a per-thread base",
-                    "float arithmetic off the dot path", "mixed provenance", "saturated, immediate, quotient", "reread an output", "tile loop, ordered",
-                    "two warps, two barrier pcs", "vector shared accesses", "witness classes"}
+                    "float arithmetic off the dot path", "mixed provenance", "reread an output",
+                    "saturated, immediate, quotient", "tile loop, ordered", "two warps, two barrier pcs",
+                    "vector shared accesses", "witness classes"}
 
 
 def schedule(name: str) -> list:
