@@ -109,8 +109,8 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             holds, method = word_equal(ref[key], opt[key]), "ring modulo 2^32"
         else:
             a, b = Rat.of(ref[key]), Rat.of(opt[key])   # equal as built, else after the ``exp`` shift
-            holds, method = dot_equal(a, b) or a.d.t == b.d.t and a.n.t == b.n.t or Rat.of(shift(a)).equals(
-                Rat.of(shift(b))), "normal-form"
+            holds, method = dot_equal(a, b) or a.d.t == b.d.t and a.n.t == b.n.t or shift(a).equals(shift(b)), \
+                "normal-form"
         if holds is not True:
             raise Rejected(f"{key}: {'not decided' if holds is None else 'differs'} by {method} (kernel claims hold by "
                            "equal normal forms only, or integers equal modulo 2^32)")
