@@ -30,8 +30,9 @@ from verifier.bench import Harness  # noqa: E402
 
 # The replay's own CPU time, as the engine's is measured: in a fresh process, after its imports
 # (certificates.replay.replay is what `python -m certificates FILE` runs in its child process; the
-# kernel checker imported first, as the engine's modules are before its clock starts).
-REPLAY = ("import sys, time\nimport certificates.kernel\nfrom certificates.replay import replay\n"
+# kernel checker, certificates.kernel_claim and what it imports, imported first, as the engine's modules
+# are before its clock starts).
+REPLAY = ("import sys, time\nimport certificates.kernel_claim\nfrom certificates.replay import replay\n"
           "c = time.process_time()\nrs = replay(sys.argv[1])\nok = bool(rs) and all(r.ok for r in rs)\n"
           "print('ACCEPT' if ok else 'REJECT', time.process_time() - c)")
 

@@ -555,10 +555,8 @@ class Replay:
             if p["role"] == "scalar":
                 self.pv[kp.name] = Rat.var(p["name"]) if p.get("dtype") == "f32" else int(p["value"])
                 continue
-            numel = 1
-            for d in p["shape"]:
-                numel *= int(d)
-            base, esize = GLOBAL_BASE + i * GLOBAL_STRIDE, 2 if p["dtype"] in ("f16", "bf16") else 4
+            numel, base, esize = math.prod(int(d) for d in p["shape"]), GLOBAL_BASE + i * GLOBAL_STRIDE, \
+                2 if p["dtype"] in ("f16", "bf16") else 4
             self.tensors.append((p["name"], p["role"], esize, numel, base))
             self.ints += [p["name"]] if p["dtype"] == "s32" else []
             self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")

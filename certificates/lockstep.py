@@ -54,10 +54,10 @@ class Lockstep:
     def __init__(self, r: Replay) -> None:
         w = max([p.alloc[2] - SHARED_BASE >> 2 for p in r.sym.values() if p.alloc[3] == "shared"], default=0)
         if w * r.n >> 23 or len(r.k.instrs) >> 24 or not all((ins.op in CHEAP or ins.op in FLOAT_OPS) and (
-                ins.op not in ("ld", "st") or {*SPACES} & {*ins.parts}) or ins.opcode in BARRIERS and all(
-                isinstance(x, Imm) for x in ins.operands[:1]) and len(ins.operands) < 2
-                for ins in r.k.instrs):   # register arithmetic, accesses in a named space, full barriers
-            raise Fall
+                ins.op not in ("ld", "st") or "param" in ins.parts or {*SPACES} & {*ins.parts} and bits(
+                ins.parts[-1]) == 32) or ins.opcode in BARRIERS and all(isinstance(x, Imm) for x in ins.operands[:1])
+                and len(ins.operands) < 2 for ins in r.k.instrs):
+            raise Fall   # register arithmetic, 32-bit accesses in a named space (else per thread is faster), barriers
         self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
         self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
@@ -235,8 +235,9 @@ class Lockstep:
                 isinstance(x, (Reg, FImm)) for x in o[1:]):
             return False
         vals = [float_of_bits(x.bits, x.width) if isinstance(x, FImm) else g[2][x.name] for x in o[1:]]
-        cols = [[self.at(v, j) for j in range(n)] if type(v) in (np.ndarray, list, tuple) else [v] * n for v in vals]
-        if not all(type(x) in RATS for c in cols for x in c) or ins.op == "div" and any(x.is_zero() for x in cols[1]):
+        cols = [v if type(v) is list else [self.atom(i) for i in v[1].tolist()] if type(v) is tuple and v[0] == "a"
+                else [self.at(v, j) for j in range(n)] if type(v) in (np.ndarray, tuple) else [v] * n for v in vals]
+        if not all({*map(type, c)} <= {*RATS} for c in cols) or ins.op == "div" and any(x.is_zero() for x in cols[1]):
             return False
         g[2][o[0].name] = [FLOAT_OPS[ins.op](f) for f in zip(*cols)]
         return True
@@ -267,7 +268,7 @@ class Lockstep:
         ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
         for i, d in enumerate(got[2]):
             e = (got[0] + 4 * i - t[4]) >> 2
-            for x in np.unique(e[ix[e] < 0]).tolist() if (ix[e] < 0).any() else ():
+            for x in sorted({*e[ix[e] < 0].tolist()}):
                 ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
             g[2][d.name] = "a", ix[e]
         return True
@@ -293,7 +294,7 @@ class Lockstep:
             rd[np.arange(len(T)), T] = -1
             self.note("WAR", rd[rd >= 0], np.nonzero(rd >= 0)[1], pc)
             v = g[2][d.name] if isinstance(d, Reg) else None
-            if len(np.unique(w)) < len(w):
+            if len({*w.tolist()}) < len(w):
                 raise Fall
             if not (type(v) is tuple and v[0] == "a" or type(v) is Var):
                 vs = [self.at(v, j) for j in range(len(T))]
@@ -307,7 +308,7 @@ class Lockstep:
         """Conflicts with threads ``ts``' accesses ``epoch << 24 | pc``: in this epoch a race (``Fall``)."""
         if len(keys) and (keys >> 24 == self.E).any():
             raise Fall
-        for k in np.unique((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]).tolist() if len(keys) else ():
+        for k in sorted({*((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]).tolist()}):
             self.r.witness.add(("shared", kind, k >> 24, pc, k & 0xFFFFFF))
 
 
