@@ -70,8 +70,10 @@ def no_gc():
     try:
         yield
     finally:
-        if was:
+        if was:   # the young generations join the oldest unscanned (a quarter of an attention replay)
+            gc.freeze()
             gc.enable()
+            gc.unfreeze()
 
 
 class Packed(tuple):

@@ -18,12 +18,9 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
     if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
             or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
         raise Malformed(sw, "evidence needs schedule, witness and outputs")
-    with no_gc():
-        r = Replay(k, grid, block, params, cta, limits, side, dyn)
-        got = lockstep(r, ev["schedule"])
-        if got is None:
-            r = Replay(k, grid, block, params, cta, limits, side, dyn)
-            got = r.run(ev["schedule"])
+    got = lockstep(r := Replay(k, grid, block, params, cta, limits, side, dyn), ev["schedule"])
+    if got is None:   # declined: a fresh replay, thread by thread
+        got = (r := Replay(k, grid, block, params, cta, limits, side, dyn)).run(ev["schedule"])
     claimed = set()
     for i, w in enumerate(ev["witness"]):
         if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
@@ -43,6 +40,7 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
     return got, r
 
 
+@no_gc()
 def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of
     the grid, and no output byte one CTA writes is accessed by another, so the CTAs are
