@@ -268,7 +268,7 @@ class Lockstep:
         ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
         for i, d in enumerate(got[2]):
             e = (got[0] + 4 * i - t[4]) >> 2
-            for x in sorted({*e[ix[e] < 0].tolist()}):
+            for x in sorted({*e[ix[e] < 0].tolist()}) if (ix[e] < 0).any() else ():
                 ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
             g[2][d.name] = "a", ix[e]
         return True
@@ -308,7 +308,7 @@ class Lockstep:
         """Conflicts with threads ``ts``' accesses ``epoch << 24 | pc``: in this epoch a race (``Fall``)."""
         if len(keys) and (keys >> 24 == self.E).any():
             raise Fall
-        for k in sorted({*((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]).tolist()}):
+        for k in sorted({*((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]).tolist()}) if len(keys) else ():
             self.r.witness.add(("shared", kind, k >> 24, pc, k & 0xFFFFFF))
 
 
