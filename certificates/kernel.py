@@ -1296,6 +1296,12 @@ class Replay:
                 t.regs[d_o[r].name] = dot(C[i, j], A, B, i, j)
 
 
+@lru_cache(maxsize=None)
+def anon(v: str) -> str:
+    """``v``, or for an atom of ``ATOMS`` 16 hex digits of the blake2b of its name (digests use no table)."""
+    return v if v not in ATOMS else hashlib.blake2b(v.encode(), digest_size=8).hexdigest()
+
+
 class Printer:
     """Normal forms as text with a shared atom table: each atom (``max(...)``, ``sqrt(...)``,
     ...) is written ``@k`` and defined once, after the atoms its arguments use. Printing
@@ -1322,16 +1328,18 @@ class Printer:
         return x.text(self.name) if isinstance(x, Rat) else str(x)
 
     def digest(self, x) -> str:
-        """The sha256 of ``x``'s text, or of ``sum_t w_t * mix(u_t, v_t) mod 2^64`` over its ``terms`` if all are
-        products of two input elements, each element ``u`` as 8 bytes of the blake2b of its name: not printed, and
-        (linear in ``w``) a function of the normal form. An auditor's check: the outputs' equality never rests on it."""
+        """The sha256 of ``x``'s text (a ``Rat``'s with its atoms named by ``anon``: no table), or
+        of ``sum_t w_t * mix(u_t, v_t) mod 2^64`` over its ``terms`` if all are products of two input elements, each
+        element ``u`` as 8 bytes of the blake2b of its name: not printed, and (linear in ``w``) a function of the
+        normal form. An auditor's check: the outputs' equality never rests on it."""
         rest, k, w = terms(x) if isinstance(x, Rat) and x.d is ONE_P else ({0: 0}, None, None)
-        if len(self.h) < len(NAMES):    # 0: an atom of ATOMS (printed with the table)
+        if len(self.h) < len(NAMES):    # 0: an atom of ATOMS (in the text)
             self.h = np.concatenate((self.h, np.array([0 if m[0][0] in ATOMS else 1 | int.from_bytes(hashlib.blake2b(
                 m[0][0].encode(), digest_size=8).digest(), "little") for m in NAMES[len(self.h):]], np.uint64)))
         u, v = (self.h[k >> 32], self.h[k & ALL]) if not rest else (np.zeros(1, np.uint64),) * 2
         if not (u.all() and v.all()):
-            return hashlib.sha256(self.text(x).encode()).hexdigest()
+            text = x.text(anon) if isinstance(x, Rat) else self.text(x)
+            return hashlib.sha256(text.encode()).hexdigest()
         z = np.minimum(u, v) ^ np.maximum(u, v) * np.uint64(0x9E3779B97F4A7C15)   # splitmix64's finalizer
         z = (z ^ z >> np.uint64(30)) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ z >> np.uint64(27)) * np.uint64(0x94D049BB133111EB)

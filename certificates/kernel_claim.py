@@ -13,8 +13,8 @@ from .ptx import Kernel, parse
 
 def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits,
                dyn: int | None = None):
-    """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs
-    and the replay (``gmem``: output bytes written, ``shadow``: bytes accessed)."""
+    """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs, the replay (``gmem``:
+    output bytes written, ``shadow``: bytes accessed) and the certified digests (checked by ``replay_kernel``)."""
     if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
             or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
         raise Malformed(sw, "evidence needs schedule, witness and outputs")
@@ -32,12 +32,12 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
         raise Rejected(f"{sw}: the memory-event witness differs from the replay's at {diff[0]}")
     if set(got) != set(ev["outputs"]):
         raise Rejected(f"{sw}: the certified outputs are not the elements the kernel writes")
-    for key in sorted(got):
+    digests = {key: ev["outputs"][key] for key in got if isinstance(ev["outputs"][key], dict)}
+    for key in sorted(set(got) - set(digests)):
         limits.tick()
-        cert = ev["outputs"][key]
-        if cert != ({"sha256": printer.digest(got[key])} if isinstance(cert, dict) else printer.text(got[key])):
+        if ev["outputs"][key] != printer.text(got[key]):
             raise Rejected(f"{sw}: {key}: the certified normal form is not the replay's")
-    return got, r
+    return got, r, digests
 
 
 @no_gc()
@@ -54,7 +54,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
     if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
         raise Malformed(where, 'cta: needs three non-negative integers or "all"')
-    outs, notes, printer, grids = {}, [], Printer(), []
+    outs, notes, printer, grids, digests = {}, [], Printer(), [], {}
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)
@@ -75,9 +75,10 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
         if not isinstance(evs, list) or len(evs) != len(todo):
             raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
-        outs[side], wrote, seen, events, classes = {}, {}, {}, 0, 0
+        outs[side], wrote, seen, events, classes, digests[side] = {}, {}, {}, 0, 0, {}
         for c, e in zip(todo, evs):
-            got, r = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
+            got, r, d = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
+            digests[side].update(d)
             written, touched = set(r.gmem), set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
             events, classes = events + len(e["schedule"]), classes + len(r.witness)
             clash = next((a for a in written if seen.get(a, c) != c), None) or \
@@ -103,15 +104,20 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     methods: dict[str, int] = {}
     for key in sorted(ref):
         limits.tick()
-        if isinstance(ref[key], Word) or isinstance(opt[key], Word):
-            holds, method = word_equal(ref[key], opt[key]), "ring modulo 2^32"
+        a, b, same = ref[key], opt[key], False
+        if isinstance(a, Word) or isinstance(b, Word):
+            holds, method = word_equal(a, b), "ring modulo 2^32"
         else:
-            a, b = Rat.of(ref[key]), Rat.of(opt[key])   # equal as built, else after the ``exp`` shift
-            holds, method = dot_equal(a, b) or a.d.t == b.d.t and a.n.t == b.n.t or shift(a).equals(shift(b)), \
-                "normal-form"
+            a, b = Rat.of(a), Rat.of(b)   # equal as built, else after the ``exp`` shift
+            same = dot_equal(a, b) or a.d.t == b.d.t and a.n.t == b.n.t
+            holds, method = same or shift(a).equals(shift(b)), "normal-form"
         if holds is not True:
             raise Rejected(f"{key}: {'not decided' if holds is None else 'differs'} by {method} (kernel claims hold by "
                            "equal normal forms only, or integers equal modulo 2^32)")
+        d = None   # one digest for both sides where their normal forms are the same as built
+        for side, x in (("reference", a), ("optimized", b)):
+            if key in digests[side] and digests[side][key] != {"sha256": (d := d if same and d else printer.digest(x))}:
+                raise Rejected(f"{where}: {side}: {key}: the certified normal form is not the replay's")
         methods[method] = methods.get(method, 0) + 1
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
     covers = coverage(ref)

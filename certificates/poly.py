@@ -453,18 +453,3 @@ NUMERIC: dict[str, Callable[..., float]] = {
     "gelu_tanh": lambda x: 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
     "max": lambda *xs: max(xs), "sin": math.sin, "cos": math.cos,
 }
-
-
-def evaluate(x: Rat, env: dict[str, float]) -> float:
-    """Numeric value of ``x`` with variables from ``env`` and atoms by their functions."""
-    memo: dict[str, float] = {}
-
-    def look(name: str) -> float:
-        if name in env:
-            return env[name]
-        if name not in memo:
-            fn, args = ATOMS[name]
-            memo[name] = NUMERIC[fn](*(float(a.value(look)) for a in args))
-        return memo[name]
-
-    return float(x.value(look))

@@ -7,7 +7,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from .poly import ATOMS, Cond, Poly, Rat, evaluate
+from .poly import ATOMS, NUMERIC, Cond, Poly, Rat
 
 SOLVER_MS = 10_000
 
@@ -18,6 +18,21 @@ class Verdict:
     method: str                        # normal-form | z3 | cvc5 | numeric | unknown
     witness: dict[str, float] | None = None
     values: tuple[float, float] | None = None
+
+
+def evaluate(x: Rat, env: dict[str, float]) -> float:
+    """Numeric value of ``x`` with variables from ``env`` and atoms by their functions."""
+    memo: dict[str, float] = {}
+
+    def look(name: str) -> float:
+        if name in env:
+            return env[name]
+        if name not in memo:
+            fn, args = ATOMS[name]
+            memo[name] = NUMERIC[fn](*(float(a.value(look)) for a in args))
+        return memo[name]
+
+    return float(x.value(look))
 
 
 def variables(x: Rat) -> set[str]:

@@ -9,7 +9,7 @@ definition over the group members. For every case we check
 * the numeric ``run`` against the reference (values, output count, element kind),
 * the shape rule ``op.shape`` against the shapes ``run`` produced,
 * the symbolic ``run`` (object arrays of ``Rat`` variables) evaluated element-wise
-  with ``certificates.poly.evaluate`` at the same point against the numeric result.
+  with ``certificates.solve.evaluate`` at the same point against the numeric result.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ torch = pytest.importorskip("torch")
 
 from certificates import ops  # noqa: E402
 from certificates.ops import REGISTRY, REQ, ShapeError  # noqa: E402
-from certificates.poly import Rat, evaluate  # noqa: E402
+from certificates.poly import Rat  # noqa: E402
+from certificates.solve import evaluate  # noqa: E402
 
 A = torch.ops.aten
 SEEDS = (0, 1, 2)

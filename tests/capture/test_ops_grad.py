@@ -9,7 +9,8 @@ torch = pytest.importorskip("torch")
 import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path)
 
 from certificates.ops import REGISTRY  # noqa: E402
-from certificates.poly import Rat, evaluate  # noqa: E402
+from certificates.poly import Rat  # noqa: E402
+from certificates.solve import evaluate  # noqa: E402
 
 aten = torch.ops.aten
 RNG = np.random.default_rng(0)

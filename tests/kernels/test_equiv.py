@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from certificates.poly import evaluate
+from certificates.solve import evaluate
 from verifier.kernels.equiv import check_pair, load_pairs
 
 PAIRS = load_pairs()

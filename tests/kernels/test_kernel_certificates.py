@@ -217,11 +217,34 @@ def test_digests_once_the_budget_is_passed_midway(monkeypatch, tmp_path):
     assert not ok and "normal form" in detail
 
 
+def test_digests_midway_leave_no_atom_in_the_table(monkeypatch, tmp_path):
+    """Online-softmax outputs hold ``max`` atoms. Past the budget midway, the texts the engine had printed leave
+    no atom in the table (digests name atoms by ``anon``), so the replay's table is the certificate's; the
+    replay digests an output equal as built on both sides once, and a forged one is still REJECTed."""
+    import verifier.kernels.certificate as kc
+    from verifier.kernels.certificate import SIDES
+
+    name = "softmax_online_warp"
+    monkeypatch.setattr(kc, "TEXT_BUDGET", 1 << 40)
+    whole = certify(name)["evidence"][name]
+    assert whole["atoms"]
+    monkeypatch.setattr(kc, "TEXT_BUDGET", min(sum(map(len, whole[s]["outputs"].values())) for s in SIDES) // 3)
+    cert = certify(name)
+    ev = cert["evidence"][name]
+    assert all(set(v) == {"sha256"} for s in SIDES for v in ev[s]["outputs"].values()) and ev["atoms"] == []
+    ok, detail = outcome(cert, tmp_path)
+    assert ok, detail
+    key = sorted(ev["optimized"]["outputs"])[-1]
+    ev["optimized"]["outputs"][key] = {"sha256": "f" * 64}
+    ok, detail = outcome(cert, tmp_path, "t.json")
+    assert not ok and f"optimized: {key}: the certified normal form is not the replay's" in detail
+
+
 def test_digest_is_a_function_of_the_normal_form():
     """``Printer.digest``: equal normal forms built differently (a ``Dot`` by ``fma``, a ``Rat`` by ``*`` and ``+``,
     terms in another order) have one digest; another coefficient, another pairing or an added constant change it;
-    a value with an atom of the table (``max``) is digested by its text, registering the atom."""
-    from certificates.kernel import Printer, fma, var
+    a value with an atom (``max``) is digested by its text with the atom named by ``anon``, registering none."""
+    from certificates.kernel import Printer, anon, fma, var
     from certificates.poly import Rat, apply
 
     a, b, c, d = (var(f"dg.{x}") for x in "abcd")
@@ -232,4 +255,5 @@ def test_digest_is_a_function_of_the_normal_form():
     assert len({p.digest(x) for x in (dot, a * b + c * d + a * a + a * b, a * c + b * d + a * a,
                                       dot + Rat.of(1), a * b + c * d)}) == 5
     m = apply("max", a, b)
-    assert p.digest(m * c) == hashlib.sha256(p.text(m * c).encode()).hexdigest() and p.table
+    assert p.digest(m * c) == hashlib.sha256((m * c).text(anon).encode()).hexdigest() == Printer().digest(c * m)
+    assert not p.table and anon(str(m)) != str(m) and anon("dg.a") == "dg.a"

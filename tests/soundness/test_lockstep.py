@@ -241,7 +241,7 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
     assert (ev is None) == (per_thread(name)[0] != "ok")
     if ev is not None:
         k, n = kernel(name), PROGRAMS[name][1]
-        got, r = replay_cta(k, [1, 1, 1], [n, 1, 1], PARAMS, (0, 0, 0), ev, "", "t", Printer(), Limits())
+        got, r, _ = replay_cta(k, [1, 1, 1], [n, 1, 1], PARAMS, (0, 0, 0), ev, "", "t", Printer(), Limits())
         assert set(got) == set(ev["outputs"])
 
 

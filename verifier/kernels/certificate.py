@@ -57,10 +57,13 @@ def _evidence(res, printer: Printer) -> dict:
     """One CTA's schedule, witness and printed outputs, or all of them as digests (``Printer.digest``) once their
     texts pass ``TEXT_BUDGET`` (attention: 40 KB per element; SGEMM at K = 4096: about 60 KB)."""
     items, outputs, size = sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items()), {}, 0
+    table, ids = len(printer.table), dict(printer.ids)
     for k, v in items:
         outputs[k] = printer.text(v)
         size += len(outputs[k])
-        if size > TEXT_BUDGET:
+        if size > TEXT_BUDGET:   # digests name no atom of the table: forget the ones just printed
+            del printer.table[table:]
+            printer.ids = ids
             outputs = {k: {"sha256": printer.digest(v)} for k, v in items}
             break
     return {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness), "outputs": outputs}
