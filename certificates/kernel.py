@@ -277,7 +277,6 @@ VARS: dict[str, int] = {}     # an atom's name -> the index of its monomial ``((
 NAMES: list[tuple] = []
 WMAX = 1 << 30                  # |coefficient| of an array term (sums of < 2^32 of them fit in int64)
 ONE_Q = Q(1)
-RANK = np.zeros(0, np.int64)    # RANK[i]: NAMES[i]'s place in sorted order (as of len(RANK))
 
 
 def index(m: tuple) -> int:
@@ -321,23 +320,8 @@ class Dot(Rat):
         return p
 
     def text(self, name) -> str:
-        """``Poly.text`` of the normal form, its terms ordered by the names' ranks (not kept)."""
-        global RANK
-        rest, k, w = canon(self)
-        if rest:
-            return (self._n or self.poly(False)).text(name)
-        if len(RANK) != len(NAMES):
-            RANK = np.empty(len(NAMES), np.int64)
-            RANK[sorted(range(len(NAMES)), key=NAMES.__getitem__)] = np.arange(len(NAMES))
-        i, j = k >> 32, k & ALL
-        lo = RANK[i] <= RANK[j]
-        u, v = np.where(lo, i, j), np.where(lo, j, i)    # sorted terms: by u's rank, then v's (u^2 last)
-        order = np.argsort(RANK[u] * (len(RANK) + 1) + np.where(i == j, len(RANK), RANK[v]), kind="stable")
-        parts = []
-        for x, y, c in zip(u[order].tolist(), v[order].tolist(), w[order].tolist()):
-            f = f"{name(NAMES[x][0][0])}^2" if x == y else f"{name(NAMES[x][0][0])}*{name(NAMES[y][0][0])}"
-            parts.append(f if c == 1 else f"{c}*{f}")
-        return " + ".join(parts) or "0"
+        """``Poly.text`` of the normal form (the lazy log's: not kept)."""
+        return (self._n or self.poly(False)).text(name)
 
 
 class Var(Rat):
