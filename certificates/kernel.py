@@ -36,6 +36,7 @@ INTS = {f"{k}{n}" for k in "bsu" for n in (8, 16, 32, 64)}
 LDMATRIX = {f"ldmatrix.sync.aligned.m8n8.{x}{t}.shared.b16" for x in ("x1", "x2", "x4") for t in ("", ".trans")}
 MMA = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 SPACES = ("global", "shared", "param", "local", "const")
+CONV = (["cvt", "f32", "f16"], ["cvt", "rn", "f16", "f32"])   # f16/f32 conversions: the identity on the reals
 
 
 def fabs(x: Rat) -> Rat:
@@ -466,7 +467,7 @@ def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
             regs[dst] = inits.get(i) or inits.setdefault(i, var(f"{a.alloc[0]}[{(i - a.alloc[1]) // w}]"))
             return True
         return load
-    if dst and p in (["cvt", "f32", "f16"], ["cvt", "rn", "f16", "f32"]) and len(o) == 2 and isinstance(o[1], Reg):
+    if dst and p in CONV and len(o) == 2 and isinstance(o[1], Reg):
         def conv(regs, th):   # the identity on the reals, as cvt
             v = regs.get(o[1].name)
             if type(v) not in RATS:

@@ -15,7 +15,7 @@ from array import array
 import numpy as np
 
 from .errors import CheckError
-from .kernel import (BARRIERS, BINARY_OPS, COMPARE, FLOAT_OPS, INTS, NAMES, RATS, SHARED_BASE, SPACES, Dot, Ptr,
+from .kernel import (BARRIERS, BINARY_OPS, COMPARE, CONV, FLOAT_OPS, INTS, NAMES, RATS, SHARED_BASE, SPACES, Dot, Ptr,
                      Replay, Var, bits, float_of_bits, index, var, wrap)
 from .poly import ONE_P, Rat
 from .ptx import FImm, Imm, Instr, Mem, Pair, Reg, Sym
@@ -25,6 +25,7 @@ OPS = {**BINARY_OPS, "min": np.minimum, "max": np.maximum, "mul": opr.mul, "mad"
 ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # where an address keeps provenance
 CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
 EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
+WORDS = {4: ("f32", "b32", "u32", "s32"), 2: ("f16", "b16", "u16", "s16")}   # loaded and stored by ``address``
 
 
 class Fall(Exception):
@@ -55,9 +56,9 @@ class Lockstep:
         w = max([p.alloc[2] - SHARED_BASE >> 2 for p in r.sym.values() if p.alloc[3] == "shared"], default=0)
         if w * r.n >> 23 or len(r.k.instrs) >> 24 or not all((ins.op in CHEAP or ins.op in FLOAT_OPS) and (
                 ins.op not in ("ld", "st") or "param" in ins.parts or {*SPACES} & {*ins.parts} and bits(
-                ins.parts[-1]) == 32) or ins.opcode in BARRIERS and all(isinstance(x, Imm) for x in ins.operands[:1])
-                and len(ins.operands) < 2 for ins in r.k.instrs):
-            raise Fall   # register arithmetic, 32-bit accesses in a named space (else per thread is faster), barriers
+                ins.parts[-1]) in (16, 32)) or ins.opcode in BARRIERS and all(isinstance(x, Imm) for x in
+                ins.operands[:1]) and len(ins.operands) < 2 for ins in r.k.instrs):
+            raise Fall   # register arithmetic, 2- and 4-byte accesses in a named space, full barriers
         self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
         self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
@@ -171,12 +172,13 @@ class Lockstep:
 
     def ints(self, g: list, ins) -> bool:
         """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands wrapped to their types,
-        the result to its type, an address kept where ``derive``/``keep`` keep it; a moved float column as is."""
+        the result to its type, an address kept where ``derive``/``keep`` keep it; a float column moved or converted
+        (``CONV``: the identity on the reals) as is."""
         p, o, op, regs = ins.parts, ins.operands, ins.op, g[2]
         vals = [regs[x.name] if isinstance(x, Reg) else self.r.sym[x.name] if isinstance(x, Sym) else x for x in o[1:]]
         if not any(type(v) in (np.ndarray, tuple) for v in vals) or not isinstance(o[0], Reg) or "sat" in p:
             return False
-        if op == "mov" and type(vals[0]) is tuple and vals[0][0] in "ad":
+        if (op == "mov" or p in CONV) and type(vals[0]) is tuple and vals[0][0] in "ad":
             regs[o[0].name] = vals[0]
             return True
         ty, prov = p[-1], ()
@@ -242,32 +244,34 @@ class Lockstep:
         g[2][o[0].name] = [FLOAT_OPS[ins.op](f) for f in zip(*cols)]
         return True
 
-    def address(self, g: list, ins, space: str):
-        """A 4-byte (vector) access in ``space``: the addresses (aligned, each element in bounds of one allocation of
-        ``space``), the allocation and the registers; or None."""
+    def address(self, g: list, ins, space: str, w: int = 4):
+        """A ``w``-byte (vector) access in ``space``: the addresses (aligned, each element in bounds of one allocation
+        of ``space``), the allocation and the registers; or None."""
         p, o = ins.parts, ins.operands
         m, regs = (o[1], o[0]) if ins.op == "ld" else (o[0], o[1])
         items = getattr(regs, "items", [regs])
         v = isinstance(m, Mem) and (g[2] if isinstance(m.base, Reg) else self.r.sym).get(m.base.name)
-        if not (set(p[2:-1]) <= {"nc", "v2", "v4"} and p[-1] in ("f32", "b32", "u32", "s32") and len(items) == (
+        if not (set(p[2:-1]) <= {"nc", "v2", "v4"} and p[-1] in WORDS.get(w, ()) and len(items) == (
                 4 if "v4" in p else 2 if "v2" in p else 1) and (type(v) is Ptr or type(v) is tuple and v[0] == "p")):
             return None
         a, al, sp = (np.full(len(g[1]), int(v)), v.alloc, v.space) if type(v) is Ptr else v[1:]
         a = a + m.offset
-        if al[3] != space or sp != space and {sp, space} != {"generic", "global"} or (a & 3).any() or a.min() < al[1] \
-                or a.max() > al[2] - 4 * len(items):
+        if al[3] != space or sp != space and {sp, space} != {"generic", "global"} or (a & w - 1).any() or \
+                a.min() < al[1] or a.max() > al[2] - w * len(items):
             return None
         return a, al, items
 
     def load(self, g: list, ins) -> bool:
-        """``ld.global`` of elements of an f32 input tensor: their ``Var``s (one per address), as ``Replay.load``."""
-        r, got = self.r, self.address(g, ins, "global")
+        """``ld.global`` of elements of an f32 or f16 input tensor (4 or 2 bytes): their ``Var``s (one per address), as
+        ``Replay.load``."""
+        r, w = self.r, bits(ins.parts[-1]) >> 3
+        got = self.address(g, ins, "global", w)
         t = got and next((t for t in r.tensors if t[0] == got[1][0]), ())
-        if not got or t[1:3] != ("input", 4) or t[0] in r.ints or t[3] >> 24:
+        if not got or t[1:3] != ("input", w) or t[0] in r.ints or t[3] >> 24:
             return False
         ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
         for i, d in enumerate(got[2]):
-            e = (got[0] + 4 * i - t[4]) >> 2
+            e = (got[0] + w * i - t[4]) // w
             for x in sorted({*e[ix[e] < 0].tolist()}) if (ix[e] < 0).any() else ():
                 ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
             g[2][d.name] = "a", ix[e]

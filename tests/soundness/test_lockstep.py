@@ -28,13 +28,15 @@ HEAD = """.version 9.0
 .visible .entry k(
 \t.param .u64 k_param_0,
 \t.param .u64 k_param_1,
-\t.param .u64 k_param_2
+\t.param .u64 k_param_2,
+\t.param .u64 k_param_3
 )
 {
 \t.reg .pred %p<8>;
 \t.reg .f32 %f<32>;
 \t.reg .b32 %r<64>;
 \t.reg .b64 %rd<32>;
+\t.reg .b16 %rs<8>;
 \t.shared .align 16 .b8 buf[1024];
 \tld.param.u64 %rd1, [k_param_0];
 \tld.param.u64 %rd2, [k_param_1];
@@ -42,7 +44,11 @@ HEAD = """.version 9.0
 \tcvta.to.global.u64 %rd3, %rd1;
 \tcvta.to.global.u64 %rd4, %rd2;
 \tcvta.to.global.u64 %rd21, %rd20;
+\tld.param.u64 %rd23, [k_param_3];
+\tcvta.to.global.u64 %rd24, %rd23;
 \tmov.u32 %r1, %tid.x;
+\tmul.wide.u32 %rd25, %r1, 2;
+\tadd.s64 %rd26, %rd24, %rd25;
 \tmul.wide.u32 %rd5, %r1, 4;
 \tadd.s64 %rd6, %rd3, %rd5;
 \tadd.s64 %rd7, %rd4, %rd5;
@@ -56,7 +62,8 @@ HEAD = """.version 9.0
 TAIL = "\tret;\n}\n"
 PARAMS = [{"name": "x", "role": "input", "dtype": "f32", "shape": [128]},
           {"name": "y", "role": "output", "dtype": "f32", "shape": [64]},
-          {"name": "z", "role": "output", "dtype": "f32", "shape": [64]}]
+          {"name": "z", "role": "output", "dtype": "f32", "shape": [64]},
+          {"name": "h", "role": "input", "dtype": "f16", "shape": [128]}]
 Y, Z = "\tst.global.f32 [%rd7], %f{};\n", "\tst.global.f32 [%rd22], %f{};\n"
 OTHER = "\txor.b32 %r5, %r1, {};\n\tshl.b32 %r6, %r5, 2;\n\tadd.s32 %r7, %r2, %r6;\n"   # thread tid^k's slot
 
@@ -178,6 +185,21 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     # saturation, a float immediate, a quotient (the checker's lockstep: .sat and div per thread, by step)
     "saturated, immediate, quotient": ("\tadd.sat.f32 %f3, %f1, %f2;\n\tmul.f32 %f4, %f3, 0f40000000;\n"
                                        "\tdiv.rn.f32 %f5, %f4, %f2;\n\tsub.f32 %f5, %f5, %f3;\n" + Y.format(5), 64, False),
+    # f16 elements (2-byte loads, as nvcc loads halves) converted to f32 and multiplied; and converted back
+    "f16 loads into a dot product": (
+        "\tld.global.nc.u16 %rs1, [%rd26];\n\tld.global.nc.u16 %rs2, [%rd26+128];\n\tcvt.f32.f16 %f3, %rs1;\n"
+        "\tcvt.f32.f16 %f4, %rs2;\n\tmov.f32 %f5, 0f00000000;\n\tfma.rn.f32 %f5, %f3, %f4, %f5;\n"
+        "\tfma.rn.f32 %f5, %f3, %f1, %f5;\n\tcvt.rn.f16.f32 %rs3, %f2;\n\tcvt.f32.f16 %f6, %rs3;\n"
+        "\tfma.rn.f32 %f5, %f6, %f4, %f5;\n" + Y.format(5), 64, False),
+    "f16 load, misaligned": ("\tadd.s64 %rd27, %rd26, 1;\n\tld.global.nc.u16 %rs1, [%rd27];\n"
+                             "\tcvt.f32.f16 %f3, %rs1;\n" + Y.format(3), 64, False),
+    "f16 load, one lane past the end": ("\tld.global.nc.u16 %rs1, [%rd26+130];\n\tcvt.f32.f16 %f3, %rs1;\n"
+                                        + Y.format(3), 64, False),
+    # a real rounded to an integer: no identity (only f16/f32 conversions are)
+    "a float converted to an integer": ("\tcvt.rzi.s32.f32 %r40, %f1;\n\tcvt.rn.f32.s32 %f3, %r40;\n" + Y.format(3),
+                                        64, False),
+    "16 bits of an f32 element": ("\tld.global.u16 %rs1, [%rd6];\n\tcvt.f32.f16 %f3, %rs1;\n" + Y.format(3),
+                                  64, False),
     "float arithmetic off the dot path": ("\tmul.f32 %f3, %f1, %f2;\n\tmax.f32 %f4, %f3, %f1;\n"
                                           "\tmul.f32 %f5, %f4, 0f3FB8AA3B;\n\tex2.approx.f32 %f6, %f5;\n"
                                           "\tfma.rn.f32 %f6, %f6, %f6, %f3;\n" + Y.format(6), 64, True),
@@ -247,9 +269,9 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
 
 # the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
 CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "dot copied then extended twice", "dot on a per-thread base",
-                    "float arithmetic off the dot path", "mixed provenance", "reread an output",
-                    "saturated, immediate, quotient", "tile loop, ordered", "two warps, two barrier pcs",
-                    "vector shared accesses", "witness classes"}
+                    "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
+                    "reread an output", "saturated, immediate, quotient", "tile loop, ordered",
+                    "two warps, two barrier pcs", "vector shared accesses", "witness classes"}
 
 
 def schedule(name: str) -> list:
