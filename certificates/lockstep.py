@@ -45,6 +45,12 @@ def col(a: np.ndarray, prov: tuple = ()):
     return ("p", a, *prov) if prov else a
 
 
+def distinct(a: np.ndarray) -> list:
+    """The sorted distinct values of a nonempty ``a`` (``np.unique``'s, without its masked-array check's import)."""
+    a = np.sort(a)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))].tolist()
+
+
 def take(v, s: np.ndarray):
     if type(v) is not tuple:
         return v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v
@@ -272,7 +278,7 @@ class Lockstep:
         ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
         for i, d in enumerate(got[2]):
             e = (got[0] + w * i - t[4]) // w
-            for x in sorted({*e[ix[e] < 0].tolist()}) if (ix[e] < 0).any() else ():
+            for x in distinct(e[ix[e] < 0]) if (ix[e] < 0).any() else ():
                 ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
             g[2][d.name] = "a", ix[e]
         return True
@@ -298,7 +304,7 @@ class Lockstep:
             rd[np.arange(len(T)), T] = -1
             self.note("WAR", rd[rd >= 0], np.nonzero(rd >= 0)[1], pc)
             v = g[2][d.name] if isinstance(d, Reg) else None
-            if len({*w.tolist()}) < len(w):
+            if len(distinct(w)) < len(w):
                 raise Fall
             if not (type(v) is tuple and v[0] == "a" or type(v) is Var):
                 vs = [self.at(v, j) for j in range(len(T))]
@@ -312,7 +318,7 @@ class Lockstep:
         """Conflicts with threads ``ts``' accesses ``epoch << 24 | pc``: in this epoch a race (``Fall``)."""
         if len(keys) and (keys >> 24 == self.E).any():
             raise Fall
-        for k in sorted({*((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]).tolist()}) if len(keys) else ():
+        for k in distinct((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]) if len(keys) else ():
             self.r.witness.add(("shared", kind, k >> 24, pc, k & 0xFFFFFF))
 
 
