@@ -7,7 +7,7 @@ vector clock is ``[E] * n``: an access is ordered after another thread's iff tha
 shadows (last write: thread, epoch, pc; each thread's last read since) find exactly the conflicts ``Replay.access``
 finds (a race: ``Fall``, so at least as strict), with the same classes (the barrier ending the first access's epoch
 for its thread). Shared memory is whole words of input elements (``Var.ix``) or objects; f32 arithmetic of reals runs
-per thread on the columns; global accesses other than f32 input loads, and all else, run ``Replay.step`` per thread."""
+per thread on the columns; global accesses but f32/f16 input loads, and all else, run ``Replay.step`` per thread."""
 
 import operator as opr
 from array import array
