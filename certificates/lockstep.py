@@ -178,8 +178,7 @@ class Lockstep:
 
     def ints(self, g: list, ins) -> bool:
         """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands wrapped to their types,
-        the result to its type, an address kept where ``derive``/``keep`` keep it; a float column moved or converted
-        (``CONV``: the identity on the reals) as is."""
+        the result to its type, an address kept as ``derive``/``keep`` keep it; a float column moved or ``CONV``."""
         p, o, op, regs = ins.parts, ins.operands, ins.op, g[2]
         vals = [regs[x.name] if isinstance(x, Reg) else self.r.sym[x.name] if isinstance(x, Sym) else x for x in o[1:]]
         if not any(type(v) in (np.ndarray, tuple) for v in vals) or not isinstance(o[0], Reg) or "sat" in p:
@@ -268,8 +267,7 @@ class Lockstep:
         return a, al, items
 
     def load(self, g: list, ins) -> bool:
-        """``ld.global`` of elements of an f32 or f16 input tensor (4 or 2 bytes): their ``Var``s (one per address), as
-        ``Replay.load``."""
+        """``ld.global`` of f32 or f16 input elements: their ``Var``s (one per address), as ``Replay.load``."""
         r, w = self.r, bits(ins.parts[-1]) >> 3
         got = self.address(g, ins, "global", w)
         t = got and next((t for t in r.tensors if t[0] == got[1][0]), ())

@@ -57,13 +57,13 @@ def _evidence(res, printer: Printer) -> dict:
     """One CTA's schedule, witness and printed outputs, or all of them as digests (``Printer.digest``) once their
     texts pass ``TEXT_BUDGET`` (attention: 40 KB per element; SGEMM at K = 4096: about 60 KB)."""
     items, outputs, size = sorted((f"{t}[{i}]", v) for (t, i), v in res.outputs.items()), {}, 0
-    table, ids = len(printer.table), dict(printer.ids)
+    table = len(printer.table)
     for k, v in items:
         outputs[k] = printer.text(v)
         size += len(outputs[k])
-        if size > TEXT_BUDGET:   # digests name no atom of the table: forget the ones just printed
+        if size > TEXT_BUDGET:   # digests name no atom of the table: forget the ones just printed (``@k``, k > table)
             del printer.table[table:]
-            printer.ids = ids
+            printer.ids = {a: i for a, i in printer.ids.items() if int(i[1:]) <= table}
             outputs = {k: {"sha256": printer.digest(v)} for k, v in items}
             break
     return {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness), "outputs": outputs}
