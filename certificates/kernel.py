@@ -48,8 +48,9 @@ FLOAT_OPS = {  # over the operands' values f
     "fma": lambda f: fma(*f), "mad": lambda f: fma(*f), "div": lambda f: f[0] / f[1],
     "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "abs": lambda f: fabs(f[0]),
     "max": lambda f: apply("max", *f), "min": lambda f: -apply("max", *[-x for x in f]),
-    "ex2": lambda f: apply("exp", f[0] * LN2), "lg2": lambda f: apply("log", f[0]) / LN2,
-    "sqrt": lambda f: apply("sqrt", f[0]), "rsqrt": lambda f: ONE / apply("sqrt", f[0])}
+    "lg2": lambda f: apply("log", f[0]) / LN2, "sqrt": lambda f: apply("sqrt", f[0]),
+    "rsqrt": lambda f: ONE / apply("sqrt", f[0]),   # ex2 of n / LN2 (``__expf``): exp(n), the normal form's own
+    "ex2": lambda f: apply("exp", Rat(f[0].n) if f[0].d.t == LN2.n.t else f[0] * LN2)}
 PRED_OPS = {"and": lambda v: v[0] and v[1], "or": lambda v: v[0] or v[1], "xor": lambda v: v[0] != v[1],
             "not": lambda v: not v[0]}
 UNARY_OPS = {  # over a, its width n and mask m
@@ -655,18 +656,15 @@ class Replay:
             t.state, t.wait, t.pc = "run", None, t.pc + 1
 
     def sync(self, group: list[Th]) -> None:
-        """A barrier: each thread ticks its clock; all get the join of their clocks. Clocks change only here, so
-        no thread holds more of thread i than i does: with every thread in the group, the join is their own entries."""
-        joined = [0] * self.n
+        """A barrier: each thread ticks its clock; all get the join of their clocks, as one new list (clocks are never
+        changed in place: shared). No thread holds more of thread i than i does: the join's entry i is i's own, and
+        with every thread in the group, the join is their own entries."""
+        joined = [t.vc[t.lin] for t in self.th] if len(group) == self.n else [max(c) for c in zip(*(t.vc for t in group))]
         for t in group:
-            t.vc[t.lin] += 1
             t.syncs.append(t.pc)
-            if len(group) == self.n:
-                joined[t.lin] = t.vc[t.lin]
-            else:
-                joined = [max(a, b) for a, b in zip(joined, t.vc)]
+            joined[t.lin] = t.vc[t.lin] + 1
         for t in group:
-            t.vc = list(joined)
+            t.vc = joined
 
     # -------------------------------------------------------------- one thread
 
@@ -1332,25 +1330,23 @@ class Printer:
         return hashlib.sha256(b"pairs" + int(total).to_bytes(8, "little")).hexdigest()
 
 
-def shift(x):
-    """``x`` with numerator and denominator multiplied by one ``exp(-e)``: equal over the
-    reals (``exp`` never vanishes), and a canonical representative for softmax-like
-    quotients ``sum_j exp(s_j - M) v_j / sum_j exp(s_j - M)`` whatever the shift ``M``:
-    ``e`` is the least denominator exponent after dropping its ``max`` monomials (a
-    running or sentinel maximum), its full text breaking ties."""
-    if not isinstance(x, Rat) or x.d.constant() is not None:
-        return x
-    terms = list(x.d.t)
-    if not all(e for _, e in terms):
-        return x
+def least(x) -> tuple | None:
+    """The exponent ``e`` that ``shift`` divides out of ``x``: the least denominator exponent after dropping its ``max``
+    monomials (a running or sentinel maximum), its full text breaking ties; None if ``x`` has no such denominator."""
+    if not isinstance(x, Rat) or x.d.constant() is not None or not all(e for _, e in x.d.t):
+        return None
+    rank = [(_kept_text(e), str(m), e) for m, e in x.d.t]
+    least = min(r[:2] for r in rank)
+    return min((str(r[2]), r[2]) for r in rank if r[:2] == least)[1]
 
-    def rank(term):
-        return (_kept_text(term[1]), str(term[0]))
 
-    least = min(map(rank, terms))
-    ties = [t for t in terms if rank(t) == least]
-    _, e = min(ties, key=lambda t: str(t[1])) if len(ties) > 1 else ties[0]
-    f = Poly({((), intern_expo(Poly(dict(e)).scale(-1).key())): 1})
+def shift(x, to: tuple = ()):
+    """``x`` with numerator and denominator multiplied by one ``exp(to - least(x))``: equal over the reals (``exp``
+    never vanishes), and for ``to = ()`` a canonical representative for softmax-like quotients ``sum_j exp(s_j - M)
+    v_j / sum_j exp(s_j - M)`` whatever the shift ``M``; ``to = least(y)`` scales ``x`` onto ``shift(y)``'s."""
+    if (e := least(x)) is None:
+        return x
+    f = Poly({((), intern_expo(Poly(dict(to)).add(Poly(dict(e)), -1).key())): 1})
     return Rat(x.n.mul(f), x.d.mul(f))
 
 

@@ -5,21 +5,23 @@ import math
 
 from .errors import Malformed, Rejected
 from .kernel import (Printer, Rat, Replay, Word, bind, check_dims, check_params, coverage, ctas, dot_equal, no_gc,
-                     scope, shared_bytes, shift, word_equal)
+                     least, scope, shared_bytes, shift, word_equal)
 from .limits import Limits
 from .lockstep import lockstep
 from .ptx import Kernel, parse
 
 
 def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, printer: Printer, limits: Limits,
-               dyn: int | None = None):
+               dyn: int | None, lock: set):
     """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs, the replay (``gmem``:
-    output bytes written, ``shadow``: bytes accessed) and the certified digests (checked by ``replay_kernel``)."""
+    output bytes written, ``shadow``: bytes accessed) and the certified digests (checked by ``replay_kernel``).
+    In lockstep until it declines a CTA of the kernel (``lock``: the sides it declined)."""
     if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
             or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
         raise Malformed(sw, "evidence needs schedule, witness and outputs")
-    got = lockstep(r := Replay(k, grid, block, params, cta, limits, side, dyn), ev["schedule"])
+    got = None if side in lock else lockstep(r := Replay(k, grid, block, params, cta, limits, side, dyn), ev["schedule"])
     if got is None:   # declined: a fresh replay, thread by thread
+        lock.add(side)
         got = (r := Replay(k, grid, block, params, cta, limits, side, dyn)).run(ev["schedule"])
     claimed = set()
     for i, w in enumerate(ev["witness"]):
@@ -54,7 +56,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
     if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
         raise Malformed(where, 'cta: needs three non-negative integers or "all"')
-    outs, notes, printer, grids, digests = {}, [], Printer(), [], {}
+    outs, notes, printer, grids, digests, lock = {}, [], Printer(), [], {}, set()
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)
@@ -77,7 +79,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
         outs[side], wrote, seen, events, classes, digests[side] = {}, {}, {}, 0, 0, {}
         for c, e in zip(todo, evs):
-            got, r, d = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn)
+            got, r, d = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn, lock)
             digests[side].update(d)
             written, touched = set(r.gmem), set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
             events, classes = events + len(e["schedule"]), classes + len(r.witness)
@@ -110,7 +112,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         else:
             a, b = Rat.of(a), Rat.of(b)   # equal as built, else after the ``exp`` shift
             same = dot_equal(a, b) or a.d.t == b.d.t and a.n.t == b.n.t
-            holds, method = same or shift(a).equals(shift(b)), "normal-form"
+            holds, method = same or a.equals(shift(b, least(a) or ())), "normal-form"   # b onto shift(a)
         if holds is not True:
             raise Rejected(f"{key}: {'not decided' if holds is None else 'differs'} by {method} (kernel claims hold by "
                            "equal normal forms only, or integers equal modulo 2^32)")

@@ -263,12 +263,14 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
     assert (ev is None) == (per_thread(name)[0] != "ok")
     if ev is not None:
         k, n = kernel(name), PROGRAMS[name][1]
-        got, r, _ = replay_cta(k, [1, 1, 1], [n, 1, 1], PARAMS, (0, 0, 0), ev, "", "t", Printer(), Limits())
+        got, r, _ = replay_cta(k, [1, 1, 1], [n, 1, 1], PARAMS, (0, 0, 0), ev, "", "t", Printer(), Limits(), None,
+                                 set())
         assert set(got) == set(ev["outputs"])
 
 
 # the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
-CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "dot copied then extended twice", "dot on a per-thread base",
+CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "divergent trip counts", "dot copied then extended twice",
+                    "dot on a per-thread base", "early exit, no barrier",
                     "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
                     "reread an output", "saturated, immediate, quotient", "tile loop, ordered",
                     "two warps, two barrier pcs", "vector shared accesses", "witness classes"}
@@ -319,4 +321,4 @@ def test_forged_schedules_are_rejected(forged):
     ev = dict(evidence("tile loop, ordered"), schedule=FORGED[forged])
     with pytest.raises(CheckError):
         replay_cta(kernel("tile loop, ordered"), [1, 1, 1], [64, 1, 1], PARAMS, (0, 0, 0), ev, "", "t", Printer(),
-                   Limits())
+                   Limits(), None, set())
