@@ -98,7 +98,7 @@ class Lockstep:
         if m.all():
             return g
         s, t = np.flatnonzero(m), np.flatnonzero(~m)
-        if min(len(s), len(t)) < 32 and len(self.live) >= 8:   # many groups under a warp: slower than per thread
+        if min(len(s), len(t)) < 32 and len(self.live) * 8 >= self.r.n:   # groups of 8 threads on average, or Fall
             raise Fall
         self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in g[2].items()}])
         g[1:] = g[1][t], {k: take(v, t) for k, v in g[2].items()}
