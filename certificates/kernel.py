@@ -43,8 +43,19 @@ def fabs(x: Rat) -> Rat:
     return apply("max", x, -x) if x.constant() is None else Rat.of(abs(x.constant()))
 
 
+def over_ln2(x: Rat) -> Rat:
+    """``x * INV_LN2`` (``__expf``'s first step), for ``x`` of denominator 1 with a term free of ``log(2)`` without
+    ``Rat``'s common factor search: ``x.n / log(2)``, the normal form that product has."""
+    if x.d is not ONE_P or all(any(v == "log(2)" for v, _ in m) for m, _ in x.n.t):   # 0 too
+        return x * INV_LN2
+    r = Rat.__new__(Rat)
+    r.n, r.d = x.n, LN2.n
+    return r
+
+
 FLOAT_OPS = {  # over the operands' values f
-    "add": lambda f: f[0] + f[1], "sub": lambda f: f[0] - f[1], "mul": lambda f: f[0] * f[1],
+    "add": lambda f: f[0] + f[1], "sub": lambda f: f[0] - f[1],
+    "mul": lambda f: over_ln2(f[0]) if f[1] is INV_LN2 else f[0] * f[1],
     "fma": lambda f: fma(*f), "mad": lambda f: fma(*f), "div": lambda f: f[0] / f[1],
     "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "abs": lambda f: fabs(f[0]),
     "max": lambda f: apply("max", *f), "min": lambda f: -apply("max", *[-x for x in f]),
@@ -83,10 +94,9 @@ class Packed(tuple):
 
 
 class Ptr(int):
-    """An address with its provenance: ``alloc = (name, lo, hi, memory)`` is the tensor or
-    shared variable it derives from, ``space`` the state space it is an address in
-    (``generic`` | ``global`` | ``shared``; PTX ISA 5.1 and ``cvta``). Only ``ptr +/- int``,
-    ``int + ptr`` and ``mad``'s addend keep it (``Replay.derive``); an access outside
+    """An address with its provenance: ``alloc = (name, lo, hi, memory)`` is the tensor or shared variable it derives
+    from, ``space`` the state space it is an address in (``generic`` | ``global`` | ``shared``; PTX ISA 5.1 and
+    ``cvta``). Only ``ptr +/- int``, ``int + ptr`` and ``mad``'s addend keep it (``Replay.derive``); an access outside
     ``lo..hi`` or in the wrong space is rejected, so no address depends on the layout."""
 
     def __new__(cls, v: int, alloc: tuple, space: str) -> "Ptr":
@@ -175,10 +185,9 @@ class Inf:
 
 
 class Word:
-    """Integer data of width ``n``: a polynomial ``p`` with integer coefficients over the
-    elements of ``s32`` tensors, taken modulo ``2^n``. Only ``add``, ``sub``, ``neg``,
-    ``mul.lo`` and ``mad.lo`` at width ``n`` (ring operations, exact modulo ``2^n``) and
-    moves apply to it; anything else (a comparison, a shift, a division, a widening) is
+    """Integer data of width ``n``: a polynomial ``p`` with integer coefficients over the elements of ``s32`` tensors,
+    taken modulo ``2^n``. Only ``add``, ``sub``, ``neg``, ``mul.lo`` and ``mad.lo`` at width ``n`` (ring operations,
+    exact modulo ``2^n``) and moves apply to it; anything else (a comparison, a shift, a division, a widening) is
     refused."""
 
     __slots__ = ("p", "n")
@@ -230,11 +239,10 @@ INF_MODS = {**dict.fromkeys(("add", "sub", "mul"), {"rn", "rz", "rm", "rp", "ftz
 
 
 def inf_arith(op: str, parts: list[str], f: list):
-    """``op`` (``.f32``) with an infinite operand where IEEE 754 fixes the result in every
-    rounding mode: ``max``/``min``; ``±inf ± x`` for a finite ``x``; ``neg``; ``±inf * c``
-    for a constant ``c != 0`` (or ``1/ln 2``); ``ex2(-inf) = +0``, ``ex2(+inf) = +inf``.
-    Anything else (``inf - inf``, ``0 * inf``: NaN; a sign that depends on a symbol;
-    ``.sat``, ``fma``) is a ValueError naming why."""
+    """``op`` (``.f32``) with an infinite operand where IEEE 754 fixes the result in every rounding mode:
+    ``max``/``min``; ``±inf ± x`` for a finite ``x``; ``neg``; ``±inf * c`` for a constant ``c != 0`` (or
+    ``1/ln 2``); ``ex2(-inf) = +0``, ``ex2(+inf) = +inf``. Anything else (``inf - inf``, ``0 * inf``: NaN; a sign that
+    depends on a symbol; ``.sat``, ``fma``) is a ValueError naming why."""
     mods = parts[1:-1]
     if op not in INF_MODS or parts[-1] != "f32" or not set(mods) <= INF_MODS[op] or len(set(mods)) < len(mods):
         raise ValueError("an infinite operand (only max, min, add, sub, neg, mul and ex2 .f32 take ±inf)")
@@ -297,10 +305,9 @@ def pair_mono(x: int) -> tuple:
 
 
 class Dot(Rat):
-    """A dot product as ``fma`` builds it: ``base + sum_t cs[t] * pair_mono(ij[t])`` (``up = (base, ij, cs)``)
-    over the first ``k`` entries of append-only arrays shared with copy-on-extend (``cs`` None: every
-    coefficient 1). Any other operation reads ``n``: the ordinary normal form, as the lazy log ``fma``
-    wrote before (kept)."""
+    """A dot product as ``fma`` builds it: ``base + sum_t cs[t] * pair_mono(ij[t])`` (``up = (base, ij, cs)``) over
+    the first ``k`` entries of append-only arrays shared with copy-on-extend (``cs`` None: every coefficient 1). Any
+    other operation reads ``n``: the ordinary normal form, as the lazy log ``fma`` wrote before (kept)."""
 
     __slots__ = ("up", "k", "_n")
 
@@ -1294,6 +1301,7 @@ class Printer:
         self.ids: dict[str, str] = {}
         self.table: list[str] = []
         self.h = np.zeros(0, np.uint64)   # NAMES[i]'s hash in ``digest``
+        self.dens: dict[tuple, tuple] = {}   # (id, naming) -> (denominator, its text)
 
     def name(self, v: str) -> str:
         if v not in ATOMS:
@@ -1308,7 +1316,14 @@ class Printer:
     def text(self, x) -> str:
         if isinstance(x, Word):
             return f"int{x.n}: {x.p.text(self.name)}"
-        return x.text(self.name) if isinstance(x, Rat) else str(x)
+        return self.ratio(x, self.name) if isinstance(x, Rat) else str(x)
+
+    def ratio(self, x: Rat, name) -> str:
+        """``x.text(name)``, each denominator printed once (the outputs of a softmax row share theirs)."""
+        if x.d.constant() == 1:
+            return x.text(name)
+        n, key = x.n.text(name), (id(x.d), name)
+        return f"({n})/({(self.dens.get(key) or self.dens.setdefault(key, (x.d, x.d.text(name))))[1]})"
 
     def digest(self, x) -> str:
         """The sha256 of ``x``'s text (a ``Rat``'s with its atoms named by ``anon``: no table), or
@@ -1321,7 +1336,7 @@ class Printer:
                 m[0][0].encode(), digest_size=8).digest(), "little") for m in NAMES[len(self.h):]], np.uint64)))
         u, v = (self.h[k >> 32], self.h[k & ALL]) if not rest else (np.zeros(1, np.uint64),) * 2
         if not (u.all() and v.all()):
-            text = x.text(anon) if isinstance(x, Rat) else self.text(x)
+            text = self.ratio(x, anon) if isinstance(x, Rat) else self.text(x)
             return hashlib.sha256(text.encode()).hexdigest()
         z = np.minimum(u, v) ^ np.maximum(u, v) * np.uint64(0x9E3779B97F4A7C15)   # splitmix64's finalizer
         z = (z ^ z >> np.uint64(30)) * np.uint64(0xBF58476D1CE4E5B9)
@@ -1332,12 +1347,11 @@ class Printer:
 
 def least(x) -> tuple | None:
     """The exponent ``e`` that ``shift`` divides out of ``x``: the least denominator exponent after dropping its ``max``
-    monomials (a running or sentinel maximum), its full text breaking ties; None if ``x`` has no such denominator."""
+    monomials (a running or sentinel maximum), then its monomial and whole exponent (as tuples); None if ``x`` has no
+    such denominator."""
     if not isinstance(x, Rat) or x.d.constant() is not None or not all(e for _, e in x.d.t):
         return None
-    rank = [(_kept_text(e), str(m), e) for m, e in x.d.t]
-    least = min(r[:2] for r in rank)
-    return min((str(r[2]), r[2]) for r in rank if r[:2] == least)[1]
+    return min((_kept(e), m, e) for m, e in x.d.t)[2]
 
 
 def shift(x, to: tuple = ()):
@@ -1351,10 +1365,9 @@ def shift(x, to: tuple = ()):
 
 
 @lru_cache(maxsize=1 << 14)
-def _kept_text(expo: tuple) -> str:
-    """The text of ``expo`` without its ``max`` monomials (the outputs of one softmax row
-    share their denominator's exponents)."""
-    return str([(k, c) for k, c in expo if not any(v.startswith("max(") for v, _ in k[0])])
+def _kept(expo: tuple) -> tuple:
+    """``expo`` without its ``max`` monomials (the outputs of one softmax row share their denominator's exponents)."""
+    return tuple((k, c) for k, c in expo if not any(v[:4] in ("max(", "max#") for v, _ in k[0]))
 
 
 # ------------------------------------------------------------------ the claim

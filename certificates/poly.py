@@ -1,10 +1,10 @@
 """Exact normal form over the rationals with opaque atoms.
 
-A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``,
-else ``Fraction``), a monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a
-polynomial key (``()``: no exp factor), so ``exp(a) * exp(b) = exp(a + b)`` by construction.
-Other functions (tanh, sqrt, max, ...) are atoms named by the canonical text of their normalized
-arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where d != 0).
+A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``, else ``Fraction``),
+a monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a polynomial key (``()``: no exp factor), so
+``exp(a) * exp(b) = exp(a + b)`` by construction. Other functions (tanh, sqrt, max, ...) are atoms named by the
+canonical text of their normalized arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where
+d != 0).
 """
 
 import hashlib

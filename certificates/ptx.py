@@ -1,11 +1,10 @@
 """PTX front end: a parser for the subset nvcc 13 emits for structured CTA kernels.
 
-Module headers, ``.entry`` kernels with ``.param`` lists, ``.reg`` ranges (``%r<N>``),
-``.shared`` / ``.local`` variables, guards (``@%p`` / ``@!%p``), vector ``{..}``,
-memory ``[%rd1+8]`` and pair ``%r|%p`` operands, labels, ``.pragma`` lines, comments,
-and inline-asm ``{ ... }`` scopes whose ``.reg`` names become ``%name@<scope>``.
-Syntax errors raise ``Malformed("file:line", msg)``; constructs outside the subset
-(async copies, mbarrier, atomics, calls, ...) raise ``Unsupported`` naming them.
+Module headers, ``.entry`` kernels with ``.param`` lists, ``.reg`` ranges (``%r<N>``), ``.shared`` / ``.local``
+variables, guards (``@%p`` / ``@!%p``), vector ``{..}``, memory ``[%rd1+8]`` and pair ``%r|%p`` operands, labels,
+``.pragma`` lines, comments, and inline-asm ``{ ... }`` scopes whose ``.reg`` names become ``%name@<scope>``. Syntax
+errors raise ``Malformed("file:line", msg)``; constructs outside the subset (async copies, mbarrier, atomics, calls,
+...) raise ``Unsupported`` naming them.
 """
 
 from __future__ import annotations
@@ -191,10 +190,8 @@ def _strip_comments(src: str, file: str) -> str:
 def _statements(src: str, file: str):
     """Yield (line, kind, text, depth), kind in stmt | label | open | close.
 
-    Outside any brace a statement ends at a newline (outside parentheses) or ``;``;
-    inside, at ``;``. A ``{`` or ``}`` where a statement would start is a scope
-    token; braces inside a statement (vector operands) belong to it.
-    """
+    Outside any brace a statement ends at a newline (outside parentheses) or ``;``; inside, at ``;``. A ``{`` or ``}``
+    where a statement would start is a scope token; braces inside a statement (vector operands) belong to it."""
     buf, line, start, depth, parens, inner = "", 1, 1, 0, 0, 0
     for tok in re.findall(r"[{}();:\n]|[^{}();:\n]+", src):
         blank = not buf.strip()

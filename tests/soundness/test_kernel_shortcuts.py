@@ -58,3 +58,57 @@ def test_a_thread_that_exited_is_not_ordered_by_the_barrier(tmp_path):
     assert r.verdict != "equivalent", r.message
     ok, detail = outcome(with_ptx(certify(tmp_path, EXITED_OWN, EXITED_OWN, threads=2), EXITED), tmp_path)
     assert not ok, detail
+
+
+# ``__expf``: ex2 of x * log2(e) is exp(x), taken without the product by log(2) (``kernel.FLOAT_OPS``); ex2 of
+# x * log2(e)^2 is exp(x / ln 2), which a shortcut for any denominator holding log(2) would call exp(x)
+EXPF = "\tmul.f32 %f4, %f1, 0f3FB8AA3B;\n\tex2.approx.ftz.f32 %f3, %f4;\n" + STORE
+EXPF_TWICE = "\tmul.f32 %f4, %f1, 0f3FB8AA3B;\n\tmul.f32 %f4, %f4, 0f3FB8AA3B;\n\tex2.approx.ftz.f32 %f3, %f4;\n" + STORE
+# x * ln 2 * log2(e): every term holds log(2), which the product cancels (``kernel.over_ln2`` leaves it to ``Rat``)
+LN2_CANCELS = ("\tmov.f32 %f5, 0f3FB8AA3B;\n\trcp.rn.f32 %f5, %f5;\n\tmul.f32 %f4, %f1, %f5;\n"
+               "\tmul.f32 %f3, %f4, 0f3FB8AA3B;\n" + STORE)
+
+
+def test_ex2_of_a_value_over_ln2_squared(tmp_path):
+    _, r = check(tmp_path, EXPF, EXPF_TWICE)
+    assert r.verdict != "equivalent", r.message
+    ok, detail = outcome(with_ptx(certify(tmp_path, EXPF, EXPF), EXPF_TWICE), tmp_path)
+    assert not ok, detail
+
+
+def test_a_product_by_log2e_that_cancels_prints_as_the_engine_does(tmp_path):
+    ok, detail = outcome(certify(tmp_path, COPY, LN2_CANCELS), tmp_path)
+    assert ok, detail
+
+
+# e^x / (e^x + e^y), and the same with both exponents shifted by m = max(x, y): equal, and decided by scaling the
+# optimized side onto the reference's shift (``kernel.least``); with one denominator term left unshifted: unequal
+EXP = "\tmul.f32 %f{0}, %f{1}, 0f3FB8AA3B;\n\tex2.approx.ftz.f32 %f{0}, %f{0};\n"
+SOFTMAX = EXP.format(5, 1) + EXP.format(7, 2) + "\tadd.f32 %f8, %f5, %f7;\n\tdiv.rn.f32 %f3, %f5, %f8;\n" + STORE
+SHIFTED = ("\tmax.f32 %f9, %f1, %f2;\n\tsub.f32 %f10, %f1, %f9;\n\tsub.f32 %f11, %f2, %f9;\n" + EXP.format(5, 10)
+           + EXP.format(7, 11) + "\tadd.f32 %f8, %f5, %f7;\n\tdiv.rn.f32 %f3, %f5, %f8;\n" + STORE)
+HALF_SHIFTED = SHIFTED.replace(EXP.format(7, 11), EXP.format(7, 2))
+
+
+def test_a_softmax_shifted_in_its_numerator_only(tmp_path):
+    ok, detail = outcome(certify(tmp_path, SOFTMAX, SHIFTED), tmp_path)
+    assert ok, detail
+    _, r = check(tmp_path, SOFTMAX, HALF_SHIFTED)
+    assert r.verdict != "equivalent", r.message
+    ok, detail = outcome(with_ptx(certify(tmp_path, SOFTMAX, SHIFTED), HALF_SHIFTED), tmp_path)
+    assert not ok, detail
+
+
+# 64 threads: after a full barrier (``Replay.sync`` gives every thread one shared clock list), thread 0 writes buf
+# and each warp syncs alone; thread 32 then reads buf, ordered after the write by no barrier (a clock list ticked in
+# place would carry warp 0's tick to warp 1 and order it). Thread 1 (warp 0) reading it is ordered.
+WARPS = ("\tmov.u32 %r5, buf;\n\tbar.sync 0;\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 st.shared.f32 [%r5], %f1;\n"
+         "\tbar.warp.sync -1;\n\tsetp.eq.u32 %p3, %r1, {};\n\t@%p3 ld.shared.f32 %f4, [%r5];\n\tmov.f32 %f3, %f1;\n"
+         + STORE)
+
+
+def test_a_warp_sync_orders_no_other_warp(tmp_path):
+    _, r = check(tmp_path, WARPS.format(1), WARPS.format(32), threads=64)
+    assert r.verdict == "racy", r.message
+    rejected(with_ptx(certify(tmp_path, WARPS.format(1), WARPS.format(1), threads=64), WARPS.format(32)), tmp_path,
+             "data race")
