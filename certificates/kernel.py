@@ -311,6 +311,12 @@ class Dot(Rat):
 
     __slots__ = ("up", "k", "_n")
 
+    @staticmethod
+    def new(up: tuple, k: int) -> "Dot":
+        d = Dot.__new__(Dot)
+        d.up, d.k, d._n, d.d = up, k, None, ONE_P
+        return d
+
     @property
     def n(self) -> Poly:
         if self._n is None:
@@ -354,10 +360,10 @@ def fma(a: Rat, b: Rat, c: Rat) -> Rat:
     a ``Dot`` for atoms ``a``, ``b`` (integer coefficients), else ``c``'s lazy log (``Poly.add``)."""
     if type(a) is Var and type(b) is Var and type(c) is Dot and c.up[2] is None and len(c.up[1]) == c.k:
         c.up[1].append(a.ix << 32 | b.ix)    # the commonest case of the path below
-        r = Dot.__new__(Dot)
-        r.up, r.k, r._n, r.d = c.up, c.k + 1, None, ONE_P
-        return r
-    ta, tb = a.n._t, b.n._t      # None: a lazy sum, longer than one term
+        return Dot.new(c.up, c.k + 1)
+    ta, tb = a.n._t, b.n._t      # None: a lazy sum, longer than one term; {}: zero, so a * b + c is c
+    if ta == {} or tb == {}:
+        return c
     if a.d is b.d is c.d is ONE_P and ta and tb and len(ta) == 1 == len(tb):
         ((m1, e1), c1), ((m2, e2), c2) = *ta.items(), *tb.items()
         w = 1 if c1 == 1 == c2 else c1 * c2
@@ -377,9 +383,7 @@ def fma(a: Rat, b: Rat, c: Rat) -> Rat:
             elif w != 1:
                 up = up[0], up[1], array("q", [1]) * k
                 up[2].append(int(w))
-            r = Dot.__new__(Dot)
-            r.up, r.k, r._n, r.d = up, k + 1, None, ONE_P
-            return r
+            return Dot.new(up, k + 1)
         n = c.n   # as Poly.add logs a one-term left operand (Poly.mul's one-term product)
         base, log, k = n._up or (n, [], 0)
         log = log if len(log) == k else log[:k]
@@ -432,10 +436,14 @@ def dot_equal(a, b) -> bool:
     return ra == rb and np.array_equal(ka, kb) and np.array_equal(wa, wb)
 
 
-def dot(acc: Rat, A: dict, B: dict, i: int, j: int) -> Rat:
-    """``acc + sum_k A[i, k] B[k, j]`` over k < 16, in order."""
-    for k in range(16):
-        acc = fma(A[i, k], B[k, j], acc)
+def dot(acc: Rat, a: list, b: list) -> Rat:
+    """``acc + sum_k a[k] b[k]``, in order, as ``fma`` builds it (appends at once where it can)."""
+    for k in range(len(a)):
+        if type(acc) is Dot and acc.up[2] is None and len(acc.up[1]) == acc.k and all(
+                type(x) is Var is type(y) for x, y in zip(a[k:], b[k:])):
+            acc.up[1].extend(x.ix << 32 | y.ix for x, y in zip(a[k:], b[k:]))
+            return Dot.new(acc.up, acc.k + len(a) - k)
+        acc = fma(a[k], b[k], acc)
     return acc
 
 
@@ -1242,7 +1250,7 @@ class Replay:
                 C[ij] = self.fval(t, c_o[r], ins)
         for t in group:
             for r, (i, j) in enumerate(mma_acc(t.lane // 4, t.lane % 4)):
-                t.regs[d_o[r].name] = dot(C[i, j], A, B, i, j)
+                t.regs[d_o[r].name] = dot(C[i, j], [A[i, k] for k in range(16)], [B[k, j] for k in range(16)])
 
     def wmma(self, group: list[Th]) -> None:
         """m16n16k16: element e of a row-major f32 tile in lane e // 8, register e % 8; f16
@@ -1265,12 +1273,11 @@ class Replay:
                     for r, src in enumerate(o[1].items):
                         self.store(t, ins, at(t.lane * 8 + r, 4), 4, self.fval(t, src, ins))
                 return
-            vals = {e: self.load(t, ins, at(e, 2), 2)     # rows e // 16 in both lane halves
-                    for e in range(256) for t in (group[e // 16], group[16 + e // 16])}
+            val = {e: self.load(t, ins, at(e, 2), 2) for e in range(256) for t in (group[e // 16], group[16 + e // 16])}
             for t in group:
                 for r, d in enumerate(o[0].items):
                     e = (t.lane % 16) * 16 + 2 * r
-                    t.regs[d.name] = Packed([vals[e], vals[e + 1]])
+                    t.regs[d.name] = Packed([val[e], val[e + 1]])
             return
         d_o, a_o, b_o, c_o = (x.items for x in o)
         A, B, C = {}, {}, {}
@@ -1283,7 +1290,7 @@ class Replay:
         for t in group:
             for r in range(8):
                 i, j = divmod(t.lane * 8 + r, 16)
-                t.regs[d_o[r].name] = dot(C[i, j], A, B, i, j)
+                t.regs[d_o[r].name] = dot(C[i, j], [A[i, k] for k in range(16)], [B[k, j] for k in range(16)])
 
 
 @lru_cache(maxsize=None)
@@ -1346,9 +1353,8 @@ class Printer:
 
 
 def least(x) -> tuple | None:
-    """The exponent ``e`` that ``shift`` divides out of ``x``: the least denominator exponent after dropping its ``max``
-    monomials (a running or sentinel maximum), then its monomial and whole exponent (as tuples); None if ``x`` has no
-    such denominator."""
+    """The exponent ``shift`` divides out of ``x`` (None: no such denominator): the least denominator exponent without
+    its ``max`` monomials (a running or sentinel maximum), then by monomial and whole exponent (as tuples)."""
     if not isinstance(x, Rat) or x.d.constant() is not None or not all(e for _, e in x.d.t):
         return None
     return min((_kept(e), m, e) for m, e in x.d.t)[2]

@@ -44,13 +44,12 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
 
 @no_gc()
 def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
-    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of
-    the grid, and no output byte one CTA writes is accessed by another, so the CTAs are
-    independent) is race- and deadlock-free and every output element it writes is equal
-    over the reals. Evidence per side and CTA (``"all"``: ``{"ctas": [...]}`` in ``ctas``
-    order): the schedule, the witness (set of ordered conflict classes) and the printed
-    output normal forms (``Printer``: reference outputs, then optimized, by CTA and
-    element; one shared atom table), each as text or as ``{"sha256": digest}``."""
+    """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of the grid, and no output byte
+    one CTA writes is accessed by another, so the CTAs are independent) is race- and deadlock-free and every output
+    element it writes is equal over the reals. Evidence per side and CTA (``"all"``: ``{"ctas": [...]}`` in ``ctas``
+    order): the schedule, the witness (set of ordered conflict classes) and the printed output normal forms
+    (``Printer``: reference outputs, then optimized, by CTA and element; one shared atom table), each as text or as
+    ``{"sha256": digest}``."""
     params = check_params(claim.get("params"), where)
     every = claim.get("cta") == "all"
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None

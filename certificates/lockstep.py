@@ -144,9 +144,7 @@ class Lockstep:
             return v[j].item() if type(v) is np.ndarray else v[j] if type(v) is list else v
         if v[0] != "d":
             return Ptr(int(v[1][j]), *v[2:]) if v[0] == "p" else self.atom(int(v[1][j]))
-        d = Dot.__new__(Dot)
-        d.up, d.k, d._n, d.d = (v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3], None, ONE_P
-        return d
+        return Dot.new((v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3])
 
     def atom(self, i: int) -> Var:
         return self.obj.get(i) or self.obj.setdefault(i, var(NAMES[i][0][0]))

@@ -112,3 +112,17 @@ def test_a_warp_sync_orders_no_other_warp(tmp_path):
     assert r.verdict == "racy", r.message
     rejected(with_ptx(certify(tmp_path, WARPS.format(1), WARPS.format(1), threads=64), WARPS.format(32)), tmp_path,
              "data race")
+
+
+# fma(0, y, x) is x (``kernel.fma``: a zero factor leaves the addend as it is); fma(2^-126, y, x) is not
+FMA_ZERO = "\tfma.rn.f32 %f3, %f2, 0f00000000, %f1;\n" + STORE
+FMA_TINY = "\tfma.rn.f32 %f3, %f2, 0f00800000, %f1;\n" + STORE
+
+
+def test_an_fma_by_zero_is_its_addend(tmp_path):
+    ok, detail = outcome(certify(tmp_path, COPY, FMA_ZERO), tmp_path)
+    assert ok, detail
+    _, r = check(tmp_path, COPY, FMA_TINY)
+    assert r.verdict != "equivalent", r.message
+    ok, detail = outcome(with_ptx(certify(tmp_path, COPY, FMA_ZERO), FMA_TINY), tmp_path)
+    assert not ok, detail
