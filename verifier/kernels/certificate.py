@@ -64,6 +64,7 @@ def _evidence(res, printer: Printer) -> dict:
         if size > TEXT_BUDGET:   # digests name no atom of the table: forget the ones just printed (``@k``, k > table)
             del printer.table[table:]
             printer.ids = {a: i for a, i in printer.ids.items() if int(i[1:]) <= table}
+            printer.dens.clear()   # denominators printed meanwhile may name them
             outputs = {k: {"sha256": printer.digest(v)} for k, v in items}
             break
     return {"schedule": res.schedule, "witness": sorted(list(w) for w in res.witness), "outputs": outputs}
