@@ -23,7 +23,7 @@ from .ptx import FImm, Imm, Instr, Mem, Pair, Reg, Sym
 OPS = {**BINARY_OPS, "min": np.minimum, "max": np.maximum, "mul": opr.mul, "mad": lambda a, b, c: a * b + c,
        "shl": lambda a, b: a * (1 << b), "shr": opr.rshift, "mov": lambda a: a, "cvt": lambda a: a, "setp": None}
 ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # where an address keeps provenance
-CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
+CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st", "rem"}
 EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
 WORDS = {4: ("f32", "b32", "u32", "s32"), 2: ("f16", "b16", "u16", "s16")}   # loaded and stored by ``address``
 
