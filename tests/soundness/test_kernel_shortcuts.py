@@ -37,11 +37,20 @@ HALF_OF_F32 = ("\t.reg .b16 %rs<4>;\n\tld.global.u16 %rs1, [%rd8];\n\tld.global.
 COPY = "\tmov.f32 %f3, %f1;\n" + STORE
 
 
-def test_sixteen_bits_of_an_f32_input(tmp_path):
-    _, r = check(tmp_path, COPY, HALF_OF_F32)
+def attacked(tmp_path, ref: str, good: str, bad: str) -> None:
+    """``ref`` against ``good`` is certified and ACCEPTed; against ``bad`` the engine does not say "equivalent", and
+    the certificate with ``bad``'s PTX in place of ``good``'s is not ACCEPTed."""
+    cert = certify(tmp_path, ref, good)
+    ok, detail = outcome(cert, tmp_path)
+    assert ok, detail
+    _, r = check(tmp_path, ref, bad)
     assert r.verdict != "equivalent", r.message
-    ok, detail = outcome(with_ptx(certify(tmp_path, COPY, COPY), HALF_OF_F32), tmp_path)
+    ok, detail = outcome(with_ptx(cert, bad), tmp_path)
     assert not ok, detail
+
+
+def test_sixteen_bits_of_an_f32_input(tmp_path):
+    attacked(tmp_path, COPY, COPY, HALF_OF_F32)
 
 
 # thread 0 writes its slot and exits before the barrier; thread 1 reads that slot after it. An exited
@@ -70,10 +79,7 @@ LN2_CANCELS = ("\tmov.f32 %f5, 0f3FB8AA3B;\n\trcp.rn.f32 %f5, %f5;\n\tmul.f32 %f
 
 
 def test_ex2_of_a_value_over_ln2_squared(tmp_path):
-    _, r = check(tmp_path, EXPF, EXPF_TWICE)
-    assert r.verdict != "equivalent", r.message
-    ok, detail = outcome(with_ptx(certify(tmp_path, EXPF, EXPF), EXPF_TWICE), tmp_path)
-    assert not ok, detail
+    attacked(tmp_path, EXPF, EXPF, EXPF_TWICE)
 
 
 def test_a_product_by_log2e_that_cancels_prints_as_the_engine_does(tmp_path):
@@ -91,12 +97,7 @@ HALF_SHIFTED = SHIFTED.replace(EXP.format(7, 11), EXP.format(7, 2))
 
 
 def test_a_softmax_shifted_in_its_numerator_only(tmp_path):
-    ok, detail = outcome(certify(tmp_path, SOFTMAX, SHIFTED), tmp_path)
-    assert ok, detail
-    _, r = check(tmp_path, SOFTMAX, HALF_SHIFTED)
-    assert r.verdict != "equivalent", r.message
-    ok, detail = outcome(with_ptx(certify(tmp_path, SOFTMAX, SHIFTED), HALF_SHIFTED), tmp_path)
-    assert not ok, detail
+    attacked(tmp_path, SOFTMAX, SHIFTED, HALF_SHIFTED)
 
 
 # 64 threads: after a full barrier (``Replay.sync`` gives every thread one shared clock list), thread 0 writes buf
@@ -120,9 +121,4 @@ FMA_TINY = "\tfma.rn.f32 %f3, %f2, 0f00800000, %f1;\n" + STORE
 
 
 def test_an_fma_by_zero_is_its_addend(tmp_path):
-    ok, detail = outcome(certify(tmp_path, COPY, FMA_ZERO), tmp_path)
-    assert ok, detail
-    _, r = check(tmp_path, COPY, FMA_TINY)
-    assert r.verdict != "equivalent", r.message
-    ok, detail = outcome(with_ptx(certify(tmp_path, COPY, FMA_ZERO), FMA_TINY), tmp_path)
-    assert not ok, detail
+    attacked(tmp_path, COPY, FMA_ZERO, FMA_TINY)
