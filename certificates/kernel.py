@@ -39,10 +39,6 @@ SPACES = ("global", "shared", "param", "local", "const")
 CONV = (["cvt", "f32", "f16"], ["cvt", "rn", "f16", "f32"])   # f16/f32 conversions: the identity on the reals
 
 
-def fabs(x: Rat) -> Rat:
-    return apply("max", x, -x) if x.constant() is None else Rat.of(abs(x.constant()))
-
-
 def over_ln2(x: Rat) -> Rat:
     """``x * INV_LN2`` (``__expf``'s first step), for ``x`` of denominator 1 with a term free of ``log(2)`` without
     ``Rat``'s common factor search: ``x.n / log(2)``, the normal form that product has."""
@@ -57,10 +53,11 @@ FLOAT_OPS = {  # over the operands' values f
     "add": lambda f: f[0] + f[1], "sub": lambda f: f[0] - f[1],
     "mul": lambda f: over_ln2(f[0]) if f[1] is INV_LN2 else f[0] * f[1],
     "fma": lambda f: fma(*f), "mad": lambda f: fma(*f), "div": lambda f: f[0] / f[1],
-    "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "abs": lambda f: fabs(f[0]),
+    "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "rsqrt": lambda f: ONE / apply("sqrt", f[0]),
+    "abs": lambda f: apply("max", f[0], -f[0]) if f[0].constant() is None else Rat.of(abs(f[0].constant())),
     "max": lambda f: apply("max", *f), "min": lambda f: -apply("max", *[-x for x in f]),
     "lg2": lambda f: apply("log", f[0]) / LN2, "sqrt": lambda f: apply("sqrt", f[0]),
-    "rsqrt": lambda f: ONE / apply("sqrt", f[0]),   # ex2 of n / LN2 (``__expf``): exp(n), the normal form's own
+    # ex2 of n / LN2 (``__expf``): exp(n), the normal form's own
     "ex2": lambda f: apply("exp", Rat(f[0].n) if f[0].d.t == LN2.n.t else f[0] * LN2)}
 PRED_OPS = {"and": lambda v: v[0] and v[1], "or": lambda v: v[0] or v[1], "xor": lambda v: v[0] != v[1],
             "not": lambda v: not v[0]}

@@ -21,9 +21,10 @@ from .poly import ONE_P, Rat
 from .ptx import FImm, Imm, Instr, Mem, Pair, Reg, Sym
 
 OPS = {**BINARY_OPS, "min": np.minimum, "max": np.maximum, "mul": opr.mul, "mad": lambda a, b, c: a * b + c,
-       "shl": lambda a, b: a * (1 << b), "shr": opr.rshift, "mov": lambda a: a, "cvt": lambda a: a, "setp": None}
+       "shl": lambda a, b: a * (1 << b), "shr": opr.rshift, "mov": lambda a: a, "cvt": lambda a: a, "setp": None,
+       "rem": np.fmod}   # C's remainder (the dividend's sign), as ``Replay.integer``; divisors 0 and -1 run per thread
 ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # where an address keeps provenance
-CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st", "rem"}
+CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
 EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
 WORDS = {4: ("f32", "b32", "u32", "s32"), 2: ("f16", "b16", "u16", "s16")}   # loaded and stored by ``address``
 
@@ -60,11 +61,12 @@ def take(v, s: np.ndarray):
 class Lockstep:
     def __init__(self, r: Replay) -> None:
         w = max([p.alloc[2] - SHARED_BASE >> 2 for p in r.sym.values() if p.alloc[3] == "shared"], default=0)
-        if w * r.n >> 23 or len(r.k.instrs) >> 24 or not all((ins.op in CHEAP or ins.op in FLOAT_OPS) and (
-                ins.op not in ("ld", "st") or "param" in ins.parts or {*SPACES} & {*ins.parts} and bits(
+        if r.n < 8 or w * r.n >> 23 or len(r.k.instrs) >> 24 or not all((ins.op in CHEAP or ins.op in FLOAT_OPS)
+                and (ins.op not in ("ld", "st") or "param" in ins.parts or {*SPACES} & {*ins.parts} and bits(
                 ins.parts[-1]) in (16, 32)) or ins.opcode in BARRIERS and all(isinstance(x, Imm) for x in
                 ins.operands[:1]) and len(ins.operands) < 2 for ins in r.k.instrs):
-            raise Fall   # register arithmetic, 2- and 4-byte accesses in a named space, full barriers
+            raise Fall   # 8 threads or more (fewer: per thread is faster), register arithmetic, 2- and 4-byte
+            #              accesses in a named space, full barriers
         self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
         self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
@@ -201,9 +203,10 @@ class Lockstep:
                     return False
             else:
                 return False
-        if n == 64 and ty[0] != "s" and op in ("setp", "shr", "min", "max") and any(np.any(x < 0) for x in vals) or \
-                op in ("shl", "shr") and not (type(vals[1]) is int and vals[1] < min(n, 63)):
-            return False   # an unsigned order of 64-bit patterns; a shift past the width
+        if n == 64 and ty[0] != "s" and op in ("setp", "shr", "min", "max", "rem") and any(np.any(x < 0) for x in vals) \
+                or op in ("shl", "shr") and not (type(vals[1]) is int and vals[1] < min(n, 63)) or op == "rem" and \
+                not np.all(np.abs(vals[1]) > 1):
+            return False   # an unsigned order of 64-bit patterns; a shift past the width; a divisor 0 or -1
         res = np.asarray(COMPARE[p[1]](*vals) if op == "setp" else nwrap(np.asarray(OPS[op](*vals)), dt))
         if prov and op in ("mov", "cvt") and not np.array_equal(res, vals[0]):
             raise Fall

@@ -100,6 +100,11 @@ INTEGERS_64 = SPREAD + (  # past 2^63 as unsigned, negative as signed
     "\tsub.s32 %r22, 5, %r1;\n\tcvt.s64.s32 %rd16, %r22;\n\tshr.u64 %rd17, %rd16, 58;\n"
     "\tcvt.u32.u64 %r15, %rd17;\n\tsetp.gt.u64 %p3, %rd16, 100;\n\tselp.u32 %r16, 16, 32, %p3;\n"
     "\tsetp.lt.s64 %p4, %rd16, 100;\n\tselp.u32 %r17, 16, 32, %p4;\n") + visible(list(range(12, 18)))
+REMAINDERS = SPREAD + (  # divisors 4 tid - 130 (never 0 or -1), 7 and -7; u64 patterns past 2^63
+    "\tshl.b32 %r12, %r1, 2;\n\tadd.s32 %r12, %r12, -130;\n\trem.s32 %r13, %r11, %r12;\n\trem.u32 %r14, %r11, %r12;\n"
+    "\trem.s32 %r15, %r11, 7;\n\trem.s32 %r16, %r11, -7;\n\tcvt.s64.s32 %rd10, %r11;\n\trem.s64 %rd11, %rd10, 1000003;\n"
+    "\tcvt.u32.u64 %r17, %rd11;\n\tmul.wide.u32 %rd12, %r10, %r10;\n\tadd.u64 %rd13, %rd12, %rd12;\n"
+    "\trem.u64 %rd14, %rd13, 977;\n\tcvt.u32.u64 %r18, %rd14;\n\trem.u32 %r19, %r1, 3;\n") + visible(list(range(12, 20)))
 
 PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     # a dot product copied, then both copies extended: each copy keeps its own terms
@@ -200,6 +205,13 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
                                         64, False),
     "16 bits of an f32 element": ("\tld.global.u16 %rs1, [%rd6];\n\tcvt.f32.f16 %f3, %rs1;\n" + Y.format(3),
                                   64, False),
+    # C's remainder (the dividend's sign) of negative dividends and divisors, per-thread divisors, 64-bit patterns
+    "remainders at the edges": (REMAINDERS, 64, False),
+    # a zero divisor in one thread, the overflowing INT_MIN % -1 in one thread: unspecified in PTX, rejected
+    "remainder by zero": (SPREAD + "\tsub.s32 %r22, 5, %r1;\n\trem.u32 %r12, %r10, %r22;\n" + visible([12, 12]),
+                          64, False),
+    "remainder overflowing": (SPREAD + "\tshl.b32 %r22, %r1, 1;\n\tsub.s32 %r22, -1, %r22;\n"
+                              "\trem.s32 %r12, %r11, %r22;\n" + visible([12, 12]), 64, False),
     "float arithmetic off the dot path": ("\tmul.f32 %f3, %f1, %f2;\n\tmax.f32 %f4, %f3, %f1;\n"
                                           "\tmul.f32 %f5, %f4, 0f3FB8AA3B;\n\tex2.approx.f32 %f6, %f5;\n"
                                           "\tfma.rn.f32 %f6, %f6, %f6, %f3;\n" + Y.format(6), 64, True),
@@ -272,7 +284,7 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
 CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "divergent trip counts", "dot copied then extended twice",
                     "dot on a per-thread base", "early exit, no barrier",
                     "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
-                    "reread an output", "saturated, immediate, quotient", "tile loop, ordered",
+                    "remainders at the edges", "reread an output", "saturated, immediate, quotient", "tile loop, ordered",
                     "two warps, two barrier pcs", "vector shared accesses", "witness classes"}
 
 
