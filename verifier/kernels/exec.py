@@ -41,7 +41,7 @@ from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
 from certificates.kernel import (BARRIERS, INTS, IROUND, RATS, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith,
-                                 mul24, no_gc, null_test, ring, typed, var)
+                                 mul24, no_gc, null_test, over_ln2, ring, typed, var)
 from certificates.poly import Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
@@ -1170,8 +1170,8 @@ class CTA:
             r = f[0] + f[1]
         elif op == "sub":
             r = f[0] - f[1]
-        elif op == "mul":
-            r = f[0] * f[1]
+        elif op == "mul":   # by log2(e) (``__expf``): the product's normal form without Rat's factor search
+            r = over_ln2(f[0]) if f[1] is INV_LN2 else f[0] * f[1]
         elif op in ("fma", "mad"):
             r = fma(f[0], f[1], f[2])
         elif op == "div":
@@ -1192,8 +1192,8 @@ class CTA:
             r = apply("max", *f)
         elif op == "min":
             r = -apply("max", *[-x for x in f])
-        elif op == "ex2":
-            r = apply("exp", f[0] * LN2)
+        elif op == "ex2":   # of n / LN2: exp(n), the normal form f[0] * LN2 has
+            r = apply("exp", Rat(f[0].n) if f[0].d.t == LN2.n.t else f[0] * LN2)
         elif op == "lg2":
             r = apply("log", f[0]) / LN2
         elif op == "sqrt":

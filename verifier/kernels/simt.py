@@ -23,7 +23,8 @@ from array import array
 
 import numpy as np
 
-from certificates.kernel import BARRIERS, FLOATS, INTS, RATS, Dot, Ptr, Var, bits, float_of_bits, fma, typed, var, wrap
+from certificates.kernel import (BARRIERS, FLOATS, INTS, INV_LN2, RATS, Dot, Ptr, Var, bits, float_of_bits, fma, over_ln2,
+                                 typed, var, wrap)
 from certificates.poly import ONE_P, Rat
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
@@ -770,8 +771,8 @@ class Lockstep:
             r = [x + y for x, y in zip(*args)]
         elif op == "sub":
             r = [x - y for x, y in zip(*args)]
-        elif op == "mul":
-            r = [x * y for x, y in zip(*args)]
+        elif op == "mul":   # by log2(e) (``__expf``): as ``CTA._float``
+            r = [over_ln2(x) if y is INV_LN2 else x * y for x, y in zip(*args)]
         else:
             r = [fma(x, y, z) for x, y, z in zip(*args)]
         g.regs[ops[0].name] = ObjCol(r)
