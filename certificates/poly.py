@@ -107,9 +107,7 @@ def _mono_mul(a: Mono, b: Mono) -> Mono:
 
 @lru_cache(maxsize=1 << 17)
 def _expo_add(a: tuple, b: tuple) -> tuple:
-    if not a or not b:
-        return intern_expo(a or b)
-    return intern_expo(Poly(dict(a)).add(Poly(dict(b))).key())
+    return intern_expo(a or b if not a or not b else Poly(dict(a)).add(Poly(dict(b))).key())
 
 
 def _accumulate(d: dict, k, c) -> None:
@@ -168,10 +166,8 @@ class Poly:
     def is_zero(self) -> bool:
         return not self.t
 
-    def constant(self):
-        if not self.t:
-            return Q(0)
-        return self.t[ONE_KEY] if len(self.t) == 1 and ONE_KEY in self.t else None
+    def constant(self):   # the constant term of a constant polynomial, else None
+        return (self.t.get(ONE_KEY) if len(self.t) == 1 else None) if self.t else Q(0)
 
     def add(self, o: "Poly", sign: int = 1) -> "Poly":
         for long, short, left in ((self, o, 0), (o, self, 1)):

@@ -22,49 +22,20 @@ class ClaimResult:
     shown: list[str] = dc_field(default_factory=list)   # the claim as stated (``describe``)
 
 
-def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], prefix: str = "",
-             low: set | None = None) -> list[str]:
-    """What an accepted claim states, for the auditor: artifacts with their sha256, relations
-    (digest, count, first three), integer ranges, assumptions, reduced sizes, CTAs, value domain."""
-    out, top, low = [], low is None, set() if low is None else low
-    for side in ("spec", "impl"):
-        if isinstance(claim.get(side), str):
-            g = arts[claim[side]][1]
-            low |= {t["dtype"] for t in g["tensors"].values()} & {"float16", "bfloat16"}
-            out.append(f"{side} '{g['name']}' sha256 {sha[claim[side]][:12]}")
-            ranges = [f"{n} in [{g['tensors'][n]['range'][0]}, {g['tensors'][n]['range'][1]})" for n in g["inputs"]
-                      if "range" in g["tensors"][n] and "float" not in g["tensors"][n]["dtype"]]   # floats: sampling
-            if ranges and side == "spec":
-                out.append(f"integer ranges (of the spec, carried to the impl): {', '.join(ranges[:6])}"
-                           f"{' ...' if len(ranges) > 6 else ''}")
-    for key in ("input_relation", "output_relation"):
-        if isinstance(claim.get(key), dict):
-            rel = claim[key]
-            first = "; ".join(f"{k} = {v[0]}{f' (+{len(v) - 1} more)' if len(v) > 1 else ''}"
-                              for k, v in list(rel.items())[:3])
-            digest = hashlib.sha256(canonical_bytes(rel)).hexdigest()[:12]
-            out.append(f"{key} sha256 {digest} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
-    for key in ("approximations", "assumptions"):
-        if claim.get(key):
-            out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:1000]}")
-    classes = evidence.get("reduction", {}).get("classes") if evidence.get("method") == "staged" else None
-    if classes:
-        sizes = [f"{c['full']} -> {c['full'] // c['divisor']} on {len(c['axes'])} axes "
-                 f"({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})" for c in classes[:4]]
-        out.append(f"checked at reduced sizes (the claim is at full size): {'; '.join(sizes)}"
-                   f"{' ...' if len(classes) > 4 else ''}")
-    for side, s in sorted(claim.items()):
-        if isinstance(s, dict) and isinstance(s.get("ptx"), str):
-            out.append(f"{side} kernel '{s.get('entry')}' ptx sha256 {sha[s['ptx']][:12]} "
-                       f"grid {s.get('grid')} block {s.get('block')}")
-    low |= {p.get("dtype") for p in claim.get("params") or []} & {"f16", "bf16"}
-    if "cta" in claim:
-        out.append(f"checked CTA(s): {claim['cta']}")
-    for kind, block in sorted((claim.get("blocks") or {}).items()):
-        out += describe(block, evidence["blocks"][kind], arts, sha, f"block {kind}: ", low)
-    if top:
-        out.append("values over the reals" + (f"; {'/'.join(sorted(low))} rounding not modelled" if low else ""))
-    return [prefix + line for line in out]
+def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str]) -> list[str]:
+    """What an accepted claim states, for the auditor: a kernel claim's kernels with their sha256 and CTAs, another
+    claim's graphs, relations and assumptions (``refinement.describe_graphs``, imported for those only); then the
+    value domain."""
+    low: set = set()
+    if claim.get("kind") == "kernel-equivalence":
+        out = [f"{side} kernel '{claim[side]['entry']}' ptx sha256 {sha[claim[side]['ptx']][:12]} grid "
+               f"{claim[side]['grid']} block {claim[side]['block']}" for side in ("reference", "optimized")]
+        low |= {p.get("dtype") for p in claim.get("params") or []} & {"f16", "bf16"}
+        out += [f"checked CTA(s): {claim['cta']}"] if "cta" in claim else []
+    else:
+        from .refinement import describe_graphs
+        out = describe_graphs(claim, evidence, arts, sha, low)
+    return out + ["values over the reals" + (f"; {'/'.join(sorted(low))} rounding not modelled" if low else "")]
 
 
 def _text(x, n: int) -> str:

@@ -128,9 +128,7 @@ def parse(text: str, where: str = "", limits: Limits = DEFAULT) -> Term:
 
 def rename(t: Term, f: Callable[[str], str]) -> Term:
     """``t`` with every tensor name ``n`` replaced by ``f(n)``."""
-    if isinstance(t, Ref):
-        return Ref(f(t.name))
-    return Call(t.fn, tuple(rename(a, f) for a in t.args), t.kw)
+    return Ref(f(t.name)) if isinstance(t, Ref) else Call(t.fn, tuple(rename(a, f) for a in t.args), t.kw)
 
 
 def refs(t: Term) -> list[str]:
