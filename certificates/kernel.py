@@ -226,9 +226,7 @@ def inf_minmax(op: str, f: list):
     """``max``/``min`` of two operands, one or both infinite (IEEE 754 maxNum/minNum)."""
     ident = -1 if op == "max" else 1
     rest = [x for x in f if x != Inf(ident)]
-    if any(isinstance(x, Inf) for x in rest):
-        return Inf(-ident)
-    return rest[0] if rest else Inf(ident)
+    return Inf(-ident) if any(isinstance(x, Inf) for x in rest) else rest[0] if rest else Inf(ident)
 
 
 INF_MODS = {**dict.fromkeys(("add", "sub", "mul"), {"rn", "rz", "rm", "rp", "ftz"}),

@@ -89,8 +89,10 @@ class Lockstep:
                 raise Fall
             todo = [self.split(g, m) for g in list(self.live) if r.th[g[1][0]].state == "run"
                     for m in [(g[1] >= ev[1]) & (g[1] <= ev[2])] if m.any()]
-            while todo:
-                self.go(todo.pop(), todo)
+            while todo:   # the groups at the least pc first, as one (they reconverge there)
+                pc = min(g[0] for g in todo)
+                same, todo[:] = [g for g in todo if g[0] == pc], [g for g in todo if g[0] != pc]
+                self.go(self.join(same) if len(same) > 1 else same[0], todo)
         if any(t.state != "exit" for t in r.th):
             raise Fall
         return {f"{r.tensor(a)[0]}[{r.tensor(a)[1]}]": v for a, v in r.gmem.items()}
@@ -100,16 +102,45 @@ class Lockstep:
         if m.all():
             return g
         s, t = np.flatnonzero(m), np.flatnonzero(~m)
-        if min(len(s), len(t)) < 32 and len(self.live) * 8 >= self.r.n:   # groups of 8 threads on average, or Fall
+        if min(len(s), len(t)) < 32 and len({g[0] for g in self.live if self.r.th[g[1][0]].state != "exit"}) * 8 \
+                >= self.r.n:   # groups at 8 threads a pc on average (not exited), or Fall
             raise Fall
         self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in g[2].items()}])
         g[1:] = g[1][t], {k: take(v, t) for k, v in g[2].items()}
         return self.live[-1]
 
+    def join(self, gs: list) -> list:
+        """Groups at one pc as one: their threads, and the registers all of them have (another read: ``Fall``), columns
+        of one kind concatenated, else as ``pack`` packs the threads' values."""
+        regs = {}
+        for k in set.intersection(*(set(x[2]) for x in gs)):
+            vs = [x[2][k] for x in gs]
+            fs = [self.flat(v, len(x[1])) for x, v in zip(gs, vs)]
+            one = all(fs) and all(f[:2] == fs[0][:2] and f[2].dtype == fs[0][2].dtype for f in fs)
+            a = np.concatenate([f[2] for f in fs]) if one else None
+            regs[k] = vs[0] if all(v is vs[0] or type(v) is type(vs[0]) in (int, bool) and v == vs[0] for v in vs) \
+                else ("a", a) if one and fs[0][0] == "a" else col(a, fs[0][1]) if one else \
+                self.pack([self.at(v, j) for x, v in zip(gs, vs) for j in range(len(x[1]))])
+        self.live = [x for x in self.live if not any(x is y for y in gs[1:])]
+        gs[0][1:] = np.concatenate([x[1] for x in gs]), regs
+        return gs[0]
+
+    def flat(self, v, n: int) -> tuple:
+        """``v`` of ``n`` threads as (kind, provenance, column) if integers, addresses or input elements, else ()."""
+        t = type(v)
+        return ("i", (), v) if t is np.ndarray else ("i", (), np.full(n, v - ((v >> 63 > 0) << 64) if t is int else v)) \
+            if t in (int, bool) else ("p", (v.alloc, v.space), np.full(n, int(v))) if t is Ptr else ("a", (), np.full(
+                n, self.obj.setdefault(v.ix, v).ix)) if t is Var else (v[0], v[2:], v[1]) if t is tuple and v[0] in \
+            ("p", "a") else ()
+
     def go(self, g: list, todo: list) -> None:
-        """Run ``g`` until it blocks or exits; a guard true for some threads only splits it (the rest: ``todo``)."""
-        instrs, limits = self.r.k.instrs, self.r.limits
+        """Run ``g`` until it blocks, exits or reaches the least pc of ``todo`` (there to join the groups waiting); a
+        guard true for some threads only splits it (the rest: ``todo``)."""
+        instrs, limits, lo = self.r.k.instrs, self.r.limits, min([x[0] for x in todo], default=len(self.r.k.instrs) + 1)
         while True:
+            if g[0] >= lo:   # a group waits here or before
+                todo.append(g)
+                return
             ins, regs = instrs[g[0]] if g[0] < len(instrs) else EXIT, g[2]
             self.steps += len(g[1])
             if self.steps >> 12 != (self.steps - len(g[1])) >> 12:
@@ -120,6 +151,7 @@ class Lockstep:
             if type(p) is np.ndarray and p.any() != p.all():
                 todo.append(self.split(g, p.astype(bool) == ins.guard[1]))
                 todo[-1][0] += 1
+                lo = min(lo, todo[-1][0])
             elif ins.guard and bool(p.any() if type(p) is np.ndarray else p) == ins.guard[1]:
                 g[0] += 1
                 continue
@@ -169,12 +201,16 @@ class Lockstep:
             q and q(th.regs, th) or self.r.step(th, ins)
             out.append([th.regs[d] for d in dsts])
         for i, d in enumerate(dsts):
-            vs, ts = [x[i] for x in out], {type(x[i]) for x in out}
-            g[2][d] = vs[0] if once else col(np.array(vs, bool)) if ts == {bool} else col(
-                np.array(vs, np.int64), (vs[0].alloc, vs[0].space)) if ts == {Ptr} and len(
-                {(v.alloc, v.space) for v in vs}) == 1 else col(np.array([v - ((v >> 63 > 0) << 64) for v in vs])) \
-                if ts == {int} else ("a", np.array([self.obj.setdefault(v.ix, v).ix for v in vs])) if ts == {Var} \
-                else vs
+            g[2][d] = out[0][i] if once else self.pack([x[i] for x in out])
+
+    def pack(self, vs: list):
+        """Threads' values (``at``'s) as one register: a column where they are all bools, integers, addresses in one
+        allocation or input elements, else the list."""
+        ts = {type(v) for v in vs}
+        return col(np.array(vs, bool)) if ts == {bool} else col(np.array(vs, np.int64), (vs[0].alloc, vs[0].space)) \
+            if ts == {Ptr} and len({(v.alloc, v.space) for v in vs}) == 1 else col(np.array(
+                [v - ((v >> 63 > 0) << 64) for v in vs])) if ts == {int} else ("a", np.array(
+                    [self.obj.setdefault(v.ix, v).ix for v in vs])) if ts == {Var} else vs
 
     def ints(self, g: list, ins) -> bool:
         """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands wrapped to their types,
@@ -203,9 +239,9 @@ class Lockstep:
                     return False
             else:
                 return False
-        if n == 64 and ty[0] != "s" and op in ("setp", "shr", "min", "max", "rem") and any(np.any(x < 0) for x in vals) \
-                or op in ("shl", "shr") and not (type(vals[1]) is int and vals[1] < min(n, 63)) or op == "rem" and \
-                not np.all(np.abs(vals[1]) > 1):
+        if n == 64 and ty[0] != "s" and op in ("setp", "shr", "min", "max", "rem") and any(
+                np.any(x < 0) for x in vals) or op in ("shl", "shr") and not (type(vals[1]) is int and vals[1] < min(
+                n, 63)) or op == "rem" and not np.all(np.abs(vals[1]) > 1):
             return False   # an unsigned order of 64-bit patterns; a shift past the width; a divisor 0 or -1
         res = np.asarray(COMPARE[p[1]](*vals) if op == "setp" else nwrap(np.asarray(OPS[op](*vals)), dt))
         if prov and op in ("mov", "cvt") and not np.array_equal(res, vals[0]):
@@ -215,11 +251,13 @@ class Lockstep:
 
     def fma(self, g: list, ins) -> bool:
         """``fma``/``mad .f32`` of atom columns (or ``Var``s) onto a dot-product column ``("d", base, [keys, used],
-        k)`` or a ``Rat`` base of denominator 1: the keys ``a.ix << 32 | b.ix`` appended, as ``fma`` does per thread."""
+        k)`` or a ``Rat`` base of denominator 1 (an immediate's too): the keys ``a.ix << 32 | b.ix`` appended, as
+        ``fma`` does per thread."""
         o = ins.operands
-        if ins.parts[-1] != "f32" or "sat" in ins.parts or len(o) != 4 or not all(isinstance(x, Reg) for x in o):
+        if ins.parts[-1] != "f32" or "sat" in ins.parts or len(o) != 4 or not all(isinstance(x, Reg) for x in o[:3]):
             return False
-        a, b, c = (g[2][x.name] for x in o[1:])
+        a, b, c = (g[2][x.name] if isinstance(x, Reg) else float_of_bits(x.bits, x.width) if isinstance(x, FImm)
+                   else None for x in o[1:])
         ka, kb = (x[1] if type(x) is tuple and x[0] == "a" else x.ix if type(x) is Var else None for x in (a, b))
         if ka is None or kb is None or type(ka) is type(kb) is int and type(c) is not tuple:
             return False
