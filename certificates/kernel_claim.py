@@ -3,7 +3,7 @@ else thread by thread (``kernel.Replay``), and the two kernels' outputs compared
 
 import math
 
-from .errors import Malformed, Rejected
+from .errors import Malformed, Rejected, fail_if
 from .kernel import (Printer, Rat, Replay, Word, bind, check_dims, check_params, coverage, ctas, dot_equal, no_gc,
                      least, scope, shared_bytes, shift, word_equal)
 from .limits import Limits
@@ -59,13 +59,11 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)
-        if not isinstance(s, dict) or not isinstance(ev, dict):
-            raise Malformed(sw, "missing launch or evidence")
+        fail_if(not isinstance(s, dict) or not isinstance(ev, dict), Malformed, sw, "missing launch or evidence")
         if s.get("ptx") not in arts or arts[s["ptx"]][0] != "ptx" or not isinstance(arts[s["ptx"]][1], str):
             raise Malformed(sw, f"ptx: {s.get('ptx')!r} is not a PTX artifact")
         _, text, awhere = arts[s["ptx"]]
-        if not isinstance(s.get("entry"), str):
-            raise Malformed(sw, "entry: needs the kernel's name")
+        fail_if(not isinstance(s.get("entry"), str), Malformed, sw, "entry: needs the kernel's name")
         k = parse(text, awhere).kernel(s["entry"])
         grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
         mine, dyn = bind(params, s, sw), shared_bytes(s, sw)
@@ -97,8 +95,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
                      f"{classes} conflict classes ordered")
     if grids[0] != grids[1]:
         raise Rejected(f"the launches' grids differ ({list(grids[0])}, {list(grids[1])}): CTA {list(cta)} of which?")
-    if evidence.get("atoms") != printer.table:
-        raise Rejected("the certified atom table is not the replay's")
+    fail_if(evidence.get("atoms") != printer.table, Rejected, "the certified atom table is not the replay's")
     ref, opt = outs["reference"], outs["optimized"]
     if set(ref) != set(opt):
         raise Rejected(f"{sorted(set(ref) ^ set(opt))[0]} is written by one kernel only")

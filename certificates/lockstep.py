@@ -53,9 +53,8 @@ def distinct(a: np.ndarray) -> list:
 
 
 def take(v, s: np.ndarray):
-    if type(v) is not tuple:
-        return v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v
-    return ("d", v[1], [v[2][0][s, :v[3]], v[3]], v[3]) if v[0] == "d" else (v[0], v[1][s], *v[2:])
+    return (v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v) if type(v) \
+        is not tuple else ("d", v[1], [v[2][0][s, :v[3]], v[3]], v[3]) if v[0] == "d" else (v[0], v[1][s], *v[2:])
 
 
 class Lockstep:
@@ -89,10 +88,14 @@ class Lockstep:
                 raise Fall
             todo = [self.split(g, m) for g in list(self.live) if r.th[g[1][0]].state == "run"
                     for m in [(g[1] >= ev[1]) & (g[1] <= ev[2])] if m.any()]
-            while todo:   # the groups at the least pc first, as one (they reconverge there)
-                pc = min(g[0] for g in todo)
-                same, todo[:] = [g for g in todo if g[0] == pc], [g for g in todo if g[0] != pc]
-                self.go(self.join(same) if len(same) > 1 else same[0], todo)
+            while todo:   # the least pc first, its groups as one (they reconverge) unless all are warps or more
+                pc = min(g[0] for g in todo)   # and one holds a dot product of 64 terms (copied by each join)
+                same = [g for g in todo if g[0] == pc]
+                if len(same) > 1 and (min(len(g[1]) for g in same) < 32 or not any(
+                        type(v) is tuple and v[0] == "d" and v[3] >= 64 for g in same for v in g[2].values())):
+                    same = [self.join(same)]
+                todo[:] = [g for g in todo if g[0] != pc] + same[1:]
+                self.go(same[0], todo, len(same) == 1)
         if any(t.state != "exit" for t in r.th):
             raise Fall
         return {f"{r.tensor(a)[0]}[{r.tensor(a)[1]}]": v for a, v in r.gmem.items()}
@@ -119,26 +122,28 @@ class Lockstep:
             one = all(fs) and all(f[:2] == fs[0][:2] and f[2].dtype == fs[0][2].dtype for f in fs)
             a = np.concatenate([f[2] for f in fs]) if one else None
             regs[k] = vs[0] if all(v is vs[0] or type(v) is type(vs[0]) in (int, bool) and v == vs[0] for v in vs) \
-                else ("a", a) if one and fs[0][0] == "a" else col(a, fs[0][1]) if one else \
+                else ("a", a) if one and fs[0][0] == "a" else ("d", vs[0][1], [a, a.shape[1]], a.shape[1]) if one \
+                and fs[0][0] == "d" else col(a, fs[0][1]) if one else \
                 self.pack([self.at(v, j) for x, v in zip(gs, vs) for j in range(len(x[1]))])
         self.live = [x for x in self.live if not any(x is y for y in gs[1:])]
         gs[0][1:] = np.concatenate([x[1] for x in gs]), regs
         return gs[0]
 
     def flat(self, v, n: int) -> tuple:
-        """``v`` of ``n`` threads as (kind, provenance, column) if integers, addresses or input elements, else ()."""
+        """``v`` of ``n`` threads as (kind, provenance, column): integers (past 2^63: ``OverflowError``, ``Fall``),
+        addresses, input elements, dot products (one base, ``k`` terms: a row of term keys per thread); else ()."""
         t = type(v)
-        return ("i", (), v) if t is np.ndarray else ("i", (), np.full(n, v - ((v >> 63 > 0) << 64) if t is int else v)) \
-            if t in (int, bool) else ("p", (v.alloc, v.space), np.full(n, int(v))) if t is Ptr else ("a", (), np.full(
-                n, self.obj.setdefault(v.ix, v).ix)) if t is Var else (v[0], v[2:], v[1]) if t is tuple and v[0] in \
-            ("p", "a") else ()
+        return ("i", (), v if t is np.ndarray else np.full(n, v)) if t in (int, bool, np.ndarray) else ("p", (
+            v.alloc, v.space), np.full(n, int(v))) if t is Ptr else ("a", (), np.full(n, self.obj.setdefault(
+                v.ix, v).ix)) if t is Var else (v[0], v[2:], v[1]) if t is tuple and v[0] in ("p", "a") else (
+            "d", (id(v[1]), v[3]), v[2][0][:, :v[3]]) if t is tuple and v[0] == "d" else ()
 
-    def go(self, g: list, todo: list) -> None:
-        """Run ``g`` until it blocks, exits or reaches the least pc of ``todo`` (there to join the groups waiting); a
-        guard true for some threads only splits it (the rest: ``todo``)."""
+    def go(self, g: list, todo: list, wait: bool) -> None:
+        """Run ``g`` until it blocks, exits or (``wait``) reaches the least pc of ``todo`` (there to join the groups
+        waiting); a guard true for some threads only splits it (the rest: ``todo``)."""
         instrs, limits, lo = self.r.k.instrs, self.r.limits, min([x[0] for x in todo], default=len(self.r.k.instrs) + 1)
         while True:
-            if g[0] >= lo:   # a group waits here or before
+            if wait and g[0] >= lo:   # a group waits here or before
                 todo.append(g)
                 return
             ins, regs = instrs[g[0]] if g[0] < len(instrs) else EXIT, g[2]
@@ -174,11 +179,9 @@ class Lockstep:
 
     def at(self, v, j: int):
         """Thread ``j``'s value of ``v`` (a ``Dot`` as ``fma`` builds it)."""
-        if type(v) is not tuple:
-            return v[j].item() if type(v) is np.ndarray else v[j] if type(v) is list else v
-        if v[0] != "d":
-            return Ptr(int(v[1][j]), *v[2:]) if v[0] == "p" else self.atom(int(v[1][j]))
-        return Dot.new((v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3])
+        return (v[j].item() if type(v) is np.ndarray else v[j] if type(v) is list else v) if type(v) is not tuple \
+            else Ptr(int(v[1][j]), *v[2:]) if v[0] == "p" else self.atom(int(v[1][j])) if v[0] != "d" else \
+            Dot.new((v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3])
 
     def atom(self, i: int) -> Var:
         return self.obj.get(i) or self.obj.setdefault(i, var(NAMES[i][0][0]))

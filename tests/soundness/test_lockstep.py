@@ -100,14 +100,17 @@ INTEGERS_64 = SPREAD + (  # past 2^63 as unsigned, negative as signed
     "\tsub.s32 %r22, 5, %r1;\n\tcvt.s64.s32 %rd16, %r22;\n\tshr.u64 %rd17, %rd16, 58;\n"
     "\tcvt.u32.u64 %r15, %rd17;\n\tsetp.gt.u64 %p3, %rd16, 100;\n\tselp.u32 %r16, 16, 32, %p3;\n"
     "\tsetp.lt.s64 %p4, %rd16, 100;\n\tselp.u32 %r17, 16, 32, %p4;\n") + visible(list(range(12, 18)))
-REJOIN = (  # threads tid % 4 == 0 take path A
+REJOIN = (  # threads tid % 4 == 0 take path A; %f9 a dot product of both paths, %f7 one per path (bases 0, 1)
+    "\tfma.rn.f32 %f9, %f1, %f2, 0f00000000;\n"
     "\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra A;\n\tadd.s64 %rd9, %rd6, 4;\n"
-    "\tmov.b64 %rd10, %rd22;\n\tmov.u32 %r6, 7;\n\tmov.f32 %f3, %f1;\n\tsetp.lt.u32 %p2, %r1, 40;\n\tbra J;\nA:\n"
+    "\tmov.b64 %rd10, %rd22;\n\tmov.u32 %r6, 7;\n\tmov.f32 %f3, %f1;\n\tsetp.lt.u32 %p2, %r1, 40;\n"
+    "\tfma.rn.f32 %f7, %f1, %f2, 0f00000000;\n\tbra J;\nA:\n"
     "\tadd.s64 %rd9, %rd6, 8;\n\tmov.b64 %rd10, %rd7;\n\tmov.u32 %r6, %r1;\n\tld.global.f32 %f3, [%rd6+256];\n"
-    "\tsetp.ge.u32 %p2, %r1, 20;\nJ:\n\tld.global.f32 %f4, [%rd9];\n\tselp.u32 %r7, 1, 2, %p2;\n"
-    "\tadd.u32 %r8, %r6, %r7;\n\tfma.rn.f32 %f5, %f3, %f4, 0f00000000;\n\tfma.rn.f32 %f5, %f4, %f2, %f5;\n"
-    "\tfma.rn.f32 %f6, %f3, %f1, 0f3F800000;\n\tadd.f32 %f5, %f5, %f6;\n\tst.global.f32 [%rd10], %f5;\n"
-    + visible([6, 8]))
+    "\tsetp.ge.u32 %p2, %r1, 20;\n\tfma.rn.f32 %f7, %f1, %f2, 0f3F800000;\nJ:\n\tld.global.f32 %f4, [%rd9];\n"
+    "\tselp.u32 %r7, 1, 2, %p2;\n\tadd.u32 %r8, %r6, %r7;\n\tfma.rn.f32 %f5, %f3, %f4, 0f00000000;\n"
+    "\tfma.rn.f32 %f5, %f4, %f2, %f5;\n\tfma.rn.f32 %f6, %f3, %f1, 0f3F800000;\n\tadd.f32 %f5, %f5, %f6;\n"
+    "\tfma.rn.f32 %f7, %f2, %f2, %f7;\n\tfma.rn.f32 %f9, %f2, %f2, %f9;\n\tadd.f32 %f5, %f5, %f7;\n"
+    "\tadd.f32 %f10, %f5, %f9;\n" + visible([6, 8]) + "\tst.global.f32 [%rd10], %f10;\n")   # after y = visible
 REMAINDERS = SPREAD + (  # divisors 4 tid - 130 (never 0 or -1), 7 and -7; u64 patterns past 2^63
     "\tshl.b32 %r12, %r1, 2;\n\tadd.s32 %r12, %r12, -130;\n\trem.s32 %r13, %r11, %r12;\n\trem.u32 %r14, %r11, %r12;\n"
     "\trem.s32 %r15, %r11, 7;\n\trem.s32 %r16, %r11, -7;\n\tcvt.s64.s32 %rd10, %r11;\n\trem.s64 %rd11, %rd10, 1000003;\n"
@@ -214,7 +217,8 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     "16 bits of an f32 element": ("\tld.global.u16 %rs1, [%rd6];\n\tcvt.f32.f16 %f3, %rs1;\n" + Y.format(3),
                                   64, False),
     # two paths rejoin (lockstep joins the groups): per path another address in x, one into y or z, a uniform
-    # integer or a column, a loaded element or another, a predicate; dot products from immediates 0 and 1
+    # integer or a column, a loaded element or another, a predicate; dot products from immediates 0 and 1, one
+    # begun before the paths part (its columns rejoined), one on another base per path
     "paths rejoining": (REJOIN, 64, False),
     # a register written on one path only, read after the paths rejoin: unset for the other threads
     "paths rejoining, a register of one path": (
