@@ -14,7 +14,7 @@ from array import array
 
 import numpy as np
 
-from .errors import CheckError
+from .errors import CheckError, fail_if
 from .kernel import (BARRIERS, BINARY_OPS, COMPARE, CONV, FLOAT_OPS, INTS, NAMES, RATS, SHARED_BASE, SPACES, Dot, Ptr,
                      Replay, Var, bits, float_of_bits, index, var, wrap)
 from .poly import ONE_P, Rat
@@ -88,12 +88,10 @@ class Lockstep:
                 raise Fall
             todo = [self.split(g, m) for g in list(self.live) if r.th[g[1][0]].state == "run"
                     for m in [(g[1] >= ev[1]) & (g[1] <= ev[2])] if m.any()]
-            while todo:   # the least pc first, its groups as one (they reconverge) unless all are warps or more
-                pc = min(g[0] for g in todo)   # and one holds a dot product of 64 terms (copied by each join)
+            while todo:   # the least pc first, its groups as one where they join (they reconverge)
+                pc = min(g[0] for g in todo)
                 same = [g for g in todo if g[0] == pc]
-                if len(same) > 1 and (min(len(g[1]) for g in same) < 32 or not any(
-                        type(v) is tuple and v[0] == "d" and v[3] >= 64 for g in same for v in g[2].values())):
-                    same = [self.join(same)]
+                same = [j] if len(same) > 1 and (j := self.join(same)) else same
                 todo[:] = [g for g in todo if g[0] != pc] + same[1:]
                 self.go(same[0], todo, len(same) == 1)
         if any(t.state != "exit" for t in r.th):
@@ -105,21 +103,24 @@ class Lockstep:
         if m.all():
             return g
         s, t = np.flatnonzero(m), np.flatnonzero(~m)
-        if min(len(s), len(t)) < 32 and len({g[0] for g in self.live if self.r.th[g[1][0]].state != "exit"}) * 8 \
-                >= self.r.n:   # groups at 8 threads a pc on average (not exited), or Fall
-            raise Fall
+        fail_if(min(len(s), len(t)) < 32 and len({g[0] for g in self.live if self.r.th[g[1][0]].state != "exit"})
+                * 8 >= self.r.n, Fall)   # groups at 8 threads a pc on average (not exited), or Fall
         self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in g[2].items()}])
         g[1:] = g[1][t], {k: take(v, t) for k, v in g[2].items()}
         return self.live[-1]
 
-    def join(self, gs: list) -> list:
-        """Groups at one pc as one: their threads, and the registers all of them have (another read: ``Fall``), columns
-        of one kind concatenated, else as ``pack`` packs the threads' values."""
+    def join(self, gs: list) -> list | None:
+        """Groups at one pc as one: their threads, the registers all have (another read: ``Fall``), columns of a kind
+        concatenated, else packed (``pack``); None (each keeps its own) for dot products not of one base and length,
+        or of 64 terms in groups of a warp or more (each join copies them: ``sgemm_vectorized``'s K loop)."""
         regs = {}
         for k in set.intersection(*(set(x[2]) for x in gs)):
             vs = [x[2][k] for x in gs]
             fs = [self.flat(v, len(x[1])) for x, v in zip(gs, vs)]
             one = all(fs) and all(f[:2] == fs[0][:2] and f[2].dtype == fs[0][2].dtype for f in fs)
+            if any(type(v) is tuple and v[0] == "d" for v in vs) and not (one and (fs[0][1][1] < 64 or min(
+                    len(x[1]) for x in gs) < 32)):
+                return None
             a = np.concatenate([f[2] for f in fs]) if one else None
             regs[k] = vs[0] if all(v is vs[0] or type(v) is type(vs[0]) in (int, bool) and v == vs[0] for v in vs) \
                 else ("a", a) if one and fs[0][0] == "a" else ("d", vs[0][1], [a, a.shape[1]], a.shape[1]) if one \
@@ -136,7 +137,7 @@ class Lockstep:
         return ("i", (), v if t is np.ndarray else np.full(n, v)) if t in (int, bool, np.ndarray) else ("p", (
             v.alloc, v.space), np.full(n, int(v))) if t is Ptr else ("a", (), np.full(n, self.obj.setdefault(
                 v.ix, v).ix)) if t is Var else (v[0], v[2:], v[1]) if t is tuple and v[0] in ("p", "a") else (
-            "d", (id(v[1]), v[3]), v[2][0][:, :v[3]]) if t is tuple and v[0] == "d" else ()
+            "d", (v[1].n.key(), v[3]), v[2][0][:, :v[3]]) if t is tuple and v[0] == "d" else ()
 
     def go(self, g: list, todo: list, wait: bool) -> None:
         """Run ``g`` until it blocks, exits or (``wait``) reaches the least pc of ``todo`` (there to join the groups
@@ -344,8 +345,7 @@ class Lockstep:
             rd[np.arange(len(T)), T] = -1
             self.note("WAR", rd[rd >= 0], np.nonzero(rd >= 0)[1], pc)
             v = g[2][d.name] if isinstance(d, Reg) else None
-            if len(distinct(w)) < len(w):
-                raise Fall
+            fail_if(len(distinct(w)) < len(w), Fall)
             if not (type(v) is tuple and v[0] == "a" or type(v) is Var):
                 vs = [self.at(v, j) for j in range(len(T))]
                 if not all(type(x) in (Rat, Dot, Var) for x in vs):

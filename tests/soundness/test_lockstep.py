@@ -100,13 +100,13 @@ INTEGERS_64 = SPREAD + (  # past 2^63 as unsigned, negative as signed
     "\tsub.s32 %r22, 5, %r1;\n\tcvt.s64.s32 %rd16, %r22;\n\tshr.u64 %rd17, %rd16, 58;\n"
     "\tcvt.u32.u64 %r15, %rd17;\n\tsetp.gt.u64 %p3, %rd16, 100;\n\tselp.u32 %r16, 16, 32, %p3;\n"
     "\tsetp.lt.s64 %p4, %rd16, 100;\n\tselp.u32 %r17, 16, 32, %p4;\n") + visible(list(range(12, 18)))
-REJOIN = (  # threads tid % 4 == 0 take path A; %f9 a dot product of both paths, %f7 one per path (bases 0, 1)
+REJOIN = (  # threads tid % 4 == 0 take path A; %f9 a dot product of both paths, %f7 one per path
     "\tfma.rn.f32 %f9, %f1, %f2, 0f00000000;\n"
     "\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra A;\n\tadd.s64 %rd9, %rd6, 4;\n"
     "\tmov.b64 %rd10, %rd22;\n\tmov.u32 %r6, 7;\n\tmov.f32 %f3, %f1;\n\tsetp.lt.u32 %p2, %r1, 40;\n"
     "\tfma.rn.f32 %f7, %f1, %f2, 0f00000000;\n\tbra J;\nA:\n"
     "\tadd.s64 %rd9, %rd6, 8;\n\tmov.b64 %rd10, %rd7;\n\tmov.u32 %r6, %r1;\n\tld.global.f32 %f3, [%rd6+256];\n"
-    "\tsetp.ge.u32 %p2, %r1, 20;\n\tfma.rn.f32 %f7, %f1, %f2, 0f3F800000;\nJ:\n\tld.global.f32 %f4, [%rd9];\n"
+    "\tsetp.ge.u32 %p2, %r1, 20;\n\tfma.rn.f32 %f7, %f2, %f1, 0f00000000;\nJ:\n\tld.global.f32 %f4, [%rd9];\n"
     "\tselp.u32 %r7, 1, 2, %p2;\n\tadd.u32 %r8, %r6, %r7;\n\tfma.rn.f32 %f5, %f3, %f4, 0f00000000;\n"
     "\tfma.rn.f32 %f5, %f4, %f2, %f5;\n\tfma.rn.f32 %f6, %f3, %f1, 0f3F800000;\n\tadd.f32 %f5, %f5, %f6;\n"
     "\tfma.rn.f32 %f7, %f2, %f2, %f7;\n\tfma.rn.f32 %f9, %f2, %f2, %f9;\n\tadd.f32 %f5, %f5, %f7;\n"
@@ -218,8 +218,11 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
                                   64, False),
     # two paths rejoin (lockstep joins the groups): per path another address in x, one into y or z, a uniform
     # integer or a column, a loaded element or another, a predicate; dot products from immediates 0 and 1, one
-    # begun before the paths part (its columns rejoined), one on another base per path
+    # begun before the paths part and one per path (their term rows rejoined)
     "paths rejoining": (REJOIN, 64, False),
+    # ... with %f7 on base 1 on path A: dot products on two bases do not join (each group keeps its terms)
+    "paths rejoining, dot products on two bases": (REJOIN.replace("%f7, %f2, %f1, 0f00000000", "%f7, %f2, %f1, "
+                                                                  "0f3F800000"), 64, False),
     # a register written on one path only, read after the paths rejoin: unset for the other threads
     "paths rejoining, a register of one path": (
         "\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra J;\n\tmov.u32 %r20, 5;\nJ:\n"
@@ -312,6 +315,7 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
 # the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
 CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "divergent trip counts", "dot copied then extended twice",
                     "paths rejoining", "paths rejoining, barrier, read across",
+                    "paths rejoining, dot products on two bases",
                     "dot on a per-thread base", "early exit, no barrier",
                     "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
                     "remainders at the edges", "reread an output", "saturated, immediate, quotient", "tile loop, ordered",
