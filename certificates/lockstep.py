@@ -103,7 +103,7 @@ class Lockstep:
         if m.all():
             return g
         s, t = np.flatnonzero(m), np.flatnonzero(~m)
-        fail_if(min(len(s), len(t)) < 32 and len({g[0] for g in self.live if self.r.th[g[1][0]].state != "exit"})
+        fail_if(min(len(s), len(t)) < 32 and len({x[0] for x in self.live if self.r.th[x[1][0]].state != "exit"})
                 * 8 >= self.r.n, Fall)   # groups at 8 threads a pc on average (not exited), or Fall
         self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in g[2].items()}])
         g[1:] = g[1][t], {k: take(v, t) for k, v in g[2].items()}
