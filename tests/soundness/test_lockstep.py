@@ -112,10 +112,12 @@ REJOIN = (  # threads tid % 4 == 0 take path A; %f9 a dot product of both paths,
     "\tfma.rn.f32 %f7, %f2, %f2, %f7;\n\tfma.rn.f32 %f9, %f2, %f2, %f9;\n\tadd.f32 %f5, %f5, %f7;\n"
     "\tadd.f32 %f10, %f5, %f9;\n" + visible([6, 8]) + "\tst.global.f32 [%rd10], %f10;\n")   # after y = visible
 REMAINDERS = SPREAD + (  # divisors 4 tid - 130 (never 0 or -1), 7 and -7; u64 patterns past 2^63
-    "\tshl.b32 %r12, %r1, 2;\n\tadd.s32 %r12, %r12, -130;\n\trem.s32 %r13, %r11, %r12;\n\trem.u32 %r14, %r11, %r12;\n"
-    "\trem.s32 %r15, %r11, 7;\n\trem.s32 %r16, %r11, -7;\n\tcvt.s64.s32 %rd10, %r11;\n\trem.s64 %rd11, %rd10, 1000003;\n"
+    "\tshl.b32 %r12, %r1, 2;\n\tadd.s32 %r12, %r12, -130;\n\trem.s32 %r13, %r11, %r12;\n"
+    "\trem.u32 %r14, %r11, %r12;\n\trem.s32 %r15, %r11, 7;\n\trem.s32 %r16, %r11, -7;\n\tcvt.s64.s32 %rd10, %r11;\n"
+    "\trem.s64 %rd11, %rd10, 1000003;\n"
     "\tcvt.u32.u64 %r17, %rd11;\n\tmul.wide.u32 %rd12, %r10, %r10;\n\tadd.u64 %rd13, %rd12, %rd12;\n"
-    "\trem.u64 %rd14, %rd13, 977;\n\tcvt.u32.u64 %r18, %rd14;\n\trem.u32 %r19, %r1, 3;\n") + visible(list(range(12, 20)))
+    "\trem.u64 %rd14, %rd13, 977;\n\tcvt.u32.u64 %r18, %rd14;\n\trem.u32 %r19, %r1, 3;\n") \
+    + visible(list(range(12, 20)))
 
 PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     # a dot product copied, then both copies extended: each copy keeps its own terms
@@ -318,7 +320,8 @@ CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "divergent trip counts", "dot c
                     "paths rejoining, dot products on two bases",
                     "dot on a per-thread base", "early exit, no barrier",
                     "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
-                    "remainders at the edges", "reread an output", "saturated, immediate, quotient", "tile loop, ordered",
+                    "remainders at the edges", "reread an output", "saturated, immediate, quotient",
+                    "tile loop, ordered",
                     "two warps, two barrier pcs", "vector shared accesses", "witness classes"}
 
 
