@@ -110,20 +110,20 @@ class Lockstep:
         return self.live[-1]
 
     def join(self, gs: list) -> list | None:
-        """Groups at one pc as one: their threads, the registers all have (another read: ``Fall``), columns of a kind
-        concatenated, else packed (``pack``); None (each keeps its own) for dot products not of one base and length,
-        or of 64 terms in groups of a warp or more (each join copies them: ``sgemm_vectorized``'s K loop)."""
+        """Groups at one pc as one (a register some lack is dropped), columns of a kind concatenated, else packed; None
+        (kept apart) for dot products not of one base and length, or of 64 terms in warps (each join copies them)."""
         regs = {}
         for k in set.intersection(*(set(x[2]) for x in gs)):
-            vs = [x[2][k] for x in gs]
+            regs[k] = (vs := [x[2][k] for x in gs])[0]
+            if all(v is vs[0] or type(v) is type(vs[0]) in (int, bool) and v == vs[0] for v in vs):
+                continue   # the same in every group
             fs = [self.flat(v, len(x[1])) for x, v in zip(gs, vs)]
             one = all(fs) and all(f[:2] == fs[0][:2] and f[2].dtype == fs[0][2].dtype for f in fs)
             if any(type(v) is tuple and v[0] == "d" for v in vs) and not (one and (fs[0][1][1] < 64 or min(
                     len(x[1]) for x in gs) < 32)):
                 return None
             a = np.concatenate([f[2] for f in fs]) if one else None
-            regs[k] = vs[0] if all(v is vs[0] or type(v) is type(vs[0]) in (int, bool) and v == vs[0] for v in vs) \
-                else ("a", a) if one and fs[0][0] == "a" else ("d", vs[0][1], [a, a.shape[1]], a.shape[1]) if one \
+            regs[k] = ("a", a) if one and fs[0][0] == "a" else ("d", vs[0][1], [a, a.shape[1]], a.shape[1]) if one \
                 and fs[0][0] == "d" else col(a, fs[0][1]) if one else \
                 self.pack([self.at(v, j) for x, v in zip(gs, vs) for j in range(len(x[1]))])
         self.live = [x for x in self.live if not any(x is y for y in gs[1:])]

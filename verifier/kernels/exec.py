@@ -35,22 +35,17 @@ Both accesses are reported (thread, instruction index and text, address).
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import (BARRIERS, INTS, IROUND, RATS, Inf, Ptr, Word, clamp, float_to_int, fma, inf_arith,
-                                 mul24, no_gc, null_test, over_ln2, ring, typed, var)
+from certificates.kernel import (BARRIERS, FLOAT_OPS, INTS, IROUND, LN2, RATS, Inf, Ptr, Word, clamp, float_of_bits,
+                                 float_to_int, fma, inf_arith, mul24, no_gc, null_test, ring, typed, var)
 from certificates.poly import Rat, apply
 
 from certificates.ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
 from . import simt
 
-LN2 = apply("log", 2)
-INV_LN2 = Rat.of(1) / LN2
-LOG2E_F32_BITS = 0x3FB8AA3B
 MAX_STEPS = 400_000_000   # per CTA: a runaway loop guard (a naive SGEMM CTA at K = 4096 takes 96M)
 
 SHARED_BASE = 0x1000
@@ -183,22 +178,6 @@ def _wrap(v: int, t: str) -> int:
 
 def _as(v: int, t: str) -> int:
     return _wrap(v, t)
-
-
-def float_of_bits(bits: int, width: int) -> Rat:
-    if width == 32 and bits == LOG2E_F32_BITS:
-        return INV_LN2
-    if width == 32:
-        f = struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
-    elif width == 16:
-        f = struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
-    else:
-        f = struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0]
-    if f in (float("inf"), float("-inf")):
-        return Inf(1 if f > 0 else -1)   # taken only where certificates.kernel.inf_arith is exact
-    if f != f:
-        raise Unsupported(f"NaN float constant {bits:#x}")
-    return Rat.of(Fraction(f))
 
 
 FLOAT_TYPES = {"f16", "f32", "f64", "bf16"}
@@ -1170,8 +1149,8 @@ class CTA:
             r = f[0] + f[1]
         elif op == "sub":
             r = f[0] - f[1]
-        elif op == "mul":   # by log2(e) (``__expf``): the product's normal form without Rat's factor search
-            r = over_ln2(f[0]) if f[1] is INV_LN2 else f[0] * f[1]
+        elif op in ("mul", "ex2"):   # the checker's: by log2(e), ex2 of n / LN2 (``__expf``) without Rat's search
+            r = FLOAT_OPS[op](f)
         elif op in ("fma", "mad"):
             r = fma(f[0], f[1], f[2])
         elif op == "div":
@@ -1192,8 +1171,6 @@ class CTA:
             r = apply("max", *f)
         elif op == "min":
             r = -apply("max", *[-x for x in f])
-        elif op == "ex2":   # of n / LN2: exp(n), the normal form f[0] * LN2 has
-            r = apply("exp", Rat(f[0].n) if f[0].d.t == LN2.n.t else f[0] * LN2)
         elif op == "lg2":
             r = apply("log", f[0]) / LN2
         elif op == "sqrt":
