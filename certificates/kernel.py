@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import CheckError, Malformed, Rejected, Unsupported, fail_if
 from .limits import Limits
-from .poly import ATOMS, ONE_P, Q, Poly, Rat, _expo_add, _mono_mul, apply, intern_expo
+from .poly import ATOMS, ONE_P, Q, Poly, Rat, _expo_add, _expo_text, _mono_mul, apply, intern_expo
 from .ptx import FImm, Imm, Instr, Kernel, Mem, Pair, Reg, Sym, Vec
 
 LN2 = apply("log", 2)
@@ -222,13 +222,6 @@ def word_equal(a, b) -> bool | None:
     return None
 
 
-def inf_minmax(op: str, f: list):
-    """``max``/``min`` of two operands, one or both infinite (IEEE 754 maxNum/minNum)."""
-    ident = -1 if op == "max" else 1
-    rest = [x for x in f if x != Inf(ident)]
-    return Inf(-ident) if any(isinstance(x, Inf) for x in rest) else rest[0] if rest else Inf(ident)
-
-
 INF_MODS = {**dict.fromkeys(("add", "sub", "mul"), {"rn", "rz", "rm", "rp", "ftz"}),
             **dict.fromkeys(("max", "min", "neg"), {"ftz"}), "ex2": {"approx", "ftz"}}
 
@@ -241,8 +234,10 @@ def inf_arith(op: str, parts: list[str], f: list):
     mods = parts[1:-1]
     if op not in INF_MODS or parts[-1] != "f32" or not set(mods) <= INF_MODS[op] or len(set(mods)) < len(mods):
         raise ValueError("an infinite operand (only max, min, add, sub, neg, mul and ex2 .f32 take ±inf)")
-    if op in ("max", "min"):
-        return inf_minmax(op, f)
+    if op in ("max", "min"):   # IEEE 754 maxNum/minNum: max's -inf (min's +inf) drops out
+        ident = -1 if op == "max" else 1
+        rest = [x for x in f if x != Inf(ident)]
+        return Inf(-ident) if any(isinstance(x, Inf) for x in rest) else rest[0] if rest else Inf(ident)
     s = [x.sign if isinstance(x, Inf) else 0 for x in f]
     if op in ("neg", "ex2"):
         return Inf(-s[0]) if op == "neg" else Inf(1) if s[0] > 0 else Rat.of(0)
@@ -269,13 +264,10 @@ def typed(v, ty: str):
 
 
 def wmma_ok(p: list[str]) -> bool:
-    if "m16n16k16" not in p or "sync" not in p or "aligned" not in p:
-        return False
-    if p[1] == "load":
-        return p[2] in ("a", "b") and p[-1] == "f16" and "shared" in p
-    if p[1] == "store":
-        return p[2] == "d" and p[-1] == "f32" and "shared" in p
-    return p[1] == "mma" and p[-2:] == ["f32", "f32"]
+    return "m16n16k16" in p and "sync" in p and "aligned" in p and (
+        p[2] in ("a", "b") and p[-1] == "f16" and "shared" in p if p[1] == "load" else
+        p[2] == "d" and p[-1] == "f32" and "shared" in p if p[1] == "store" else
+        p[1] == "mma" and p[-2:] == ["f32", "f32"])
 
 
 VARS: dict[str, int] = {}     # an atom's name -> the index of its monomial ``((name, 1),)`` in NAMES (process-wide)
@@ -523,17 +515,16 @@ def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
 class Th:
     """One thread: registers, program counter, state (run / block / exit), vector clock."""
 
-    __slots__ = ("lin", "warp", "lane", "pc", "regs", "state", "wait", "vc", "syncs", "lmem")
+    __slots__ = ("lin", "lane", "pc", "regs", "state", "wait", "vc", "syncs", "lmem")
 
     def __init__(self, lin: int, block, cta, grid, n: int) -> None:
-        self.lin, self.warp, self.lane, self.pc = lin, lin // 32, lin % 32, 0
+        self.lin, self.lane, self.pc = lin, lin % 32, 0
         tid = (lin % block[0], lin // block[0] % block[1], lin // (block[0] * block[1]))
         self.regs: dict = {"%laneid": self.lane}   # %warpid is volatile (ISA): refused
         for pre, vals in (("%tid", tid), ("%ntid", block), ("%ctaid", cta), ("%nctaid", grid)):
             for c, v in zip("xyz", vals):
                 self.regs[f"{pre}.{c}"] = v
-        self.state, self.wait = "run", None
-        self.vc = [0] * n
+        self.state, self.wait, self.vc = "run", None, [0] * n
         self.syncs: list[int] = []       # pc of each barrier passed, in order
         self.lmem: dict[int, tuple] = {}  # .local memory: address -> (value, width)
 
@@ -544,8 +535,7 @@ class Replay:
     def __init__(self, k: Kernel, grid, block, params: list[dict], cta, limits: Limits, side: str = "",
                  dyn: int | None = None) -> None:
         self.k, self.limits, self.steps, self.side = k, limits, 0, side
-        if len(params) != len(k.params):
-            raise Rejected(f"{k.name}: {len(k.params)} .param in PTX, {len(params)} bound")
+        fail_if(len(params) != len(k.params), Rejected, f"{k.name}: {len(k.params)} .param in PTX, {len(params)} bound")
         self.pv: dict[str, int] = {}
         self.tensors: list[tuple] = []        # (name, role, esize, numel, base)
         self.ints: list[str] = []             # the s32 tensors: their elements are Words
@@ -560,7 +550,7 @@ class Replay:
             self.pv[kp.name] = Ptr(base, (p["name"], base, base + numel * esize, "global"), "generic")
         self.sym: dict[str, Ptr] = {}
         self.tables: dict[str, bytes] = {}
-        addr, loc = SHARED_BASE, LOCAL
+        addr, loc, tab = SHARED_BASE, LOCAL, TABLES
         for v in k.vars.values():
             if v.space == "local":           # per thread; read only as written (same address and width)
                 self.sym[v.name] = Ptr(loc, (v.name, loc, loc + v.size, "local"), "local")
@@ -569,9 +559,7 @@ class Replay:
                 addr = (addr + v.align - 1) // v.align * v.align
                 self.sym[v.name] = Ptr(addr, (v.name, addr, addr + v.size, "shared"), "shared")
                 addr += v.size
-        tab = TABLES
-        for v in k.vars.values():            # initialized .const / .global arrays: read-only tables
-            if v.init is not None:
+            if v.init is not None:           # initialized .const / .global arrays: read-only tables
                 self.sym[v.name] = Ptr(tab, (v.name, tab, tab + v.size, "table"), v.space)
                 self.tables[v.name] = v.init
                 tab += (v.size // 0x10000 + 1) * 0x10000
@@ -583,8 +571,7 @@ class Replay:
             addr = (addr + al - 1) // al * al
             self.sym.update((v.name, Ptr(addr, ("shared@dynamic", addr, addr + dyn, "shared"), "shared")) for v in ext)
         self.n = block[0] * block[1] * block[2]
-        if not 0 < self.n <= 1024:
-            raise Rejected(f"{k.name}: block of {self.n} threads")
+        fail_if(not 0 < self.n <= 1024, Rejected, f"{k.name}: block of {self.n} threads")
         self.th = [Th(i, block, cta, grid, self.n) for i in range(self.n)]
         inputs = {t[0]: t[2] for t in self.tensors if t[1] == "input" and t[0] not in self.ints}   # name -> bytes
         self.smem: dict[int, tuple] = {}      # address -> (value, width)
@@ -650,8 +637,7 @@ class Replay:
 
     def warp(self, w: int, mask: int, where: str) -> None:
         group = [self.th[w * 32 + i] for i in range(32) if mask >> i & 1 and w * 32 + i < self.n]
-        if not group or w < 0:
-            raise Rejected(f"{where}: no threads in warp {w} mask {mask:#x}")
+        fail_if(not group or w < 0, Rejected, f"{where}: no threads in warp {w} mask {mask:#x}")
         kind, pc = group[0].wait, group[0].pc
         if kind is None or kind[0] == "bar" or kind[1] != mask:
             raise Rejected(f"{where}: thread {group[0].lin} is not at a warp collective over {mask:#x}")
@@ -980,11 +966,8 @@ class Replay:
             b = iv(1, "u32" if op in ("shl", "shr") else ty)
             if op in ("mul", "mad", "mul24", "mad24"):
                 mode = p[1] if len(p) > 2 else "lo"
-                if op in ("mul24", "mad24"):
-                    r = mul24(a, b, ty, mode == "hi")
-                else:
-                    r = (a * b) >> n if mode == "hi" else a * b
-                    dt = ty[0] + str(2 * n) if mode == "wide" else ty
+                r = mul24(a, b, ty, mode == "hi") if op[3:] == "24" else (a * b) >> n if mode == "hi" else a * b
+                dt = ty[0] + str(2 * n) if mode == "wide" and op[3:] != "24" else ty
                 if op in ("mad", "mad24"):
                     r += iv(2, dt)
             elif op in ("div", "rem"):
@@ -1053,8 +1036,7 @@ class Replay:
         raise Rejected(f"global access to unknown address {addr:#x}")
 
     def where(self, th: Th, ins: Instr, addr: Ptr, width: int, write: bool) -> str:
-        """The memory ``addr`` is in, after the bounds check against the allocation it
-        derives from and, for shared memory, the race check."""
+        """``addr``'s memory, after its bounds check (against its allocation) and, for shared memory, the race check."""
         name, lo, hi, memory = addr.alloc
         if not lo <= addr <= hi - width:
             raise self.err(th, ins, f"access out of bounds: byte {addr - lo} of {name} ({hi - lo} bytes), "
@@ -1077,9 +1059,7 @@ class Replay:
                 raise self.unsupported(ins, f"a {width}-byte read of local memory this thread did not write so")
             return th.lmem[addr][0]
         if memory == "shared":
-            ent = self.smem.get(addr)
-            if ent is None and width == 4 and addr + 2 in self.smem:
-                ent = (None, 2)
+            ent = self.smem.get(addr) or ((None, 2) if width == 4 and addr + 2 in self.smem else None)
             if ent is None:
                 return self.uninit(addr)
             if ent[1] == 2 and width == 4:
@@ -1208,8 +1188,7 @@ class Replay:
                                             "ballot": sum(1 << g.lane for g in group if votes[g.lin])}[mode]
 
     def full_warp(self, group: list[Th]) -> Instr:
-        if len(group) != 32:
-            raise Rejected(f"{self.k.file}: a tensor-core instruction needs a full warp")
+        fail_if(len(group) != 32, Rejected, f"{self.k.file}: a tensor-core instruction needs a full warp")
         return self.k.instrs[group[0].pc]
 
     def ldmatrix(self, group: list[Th]) -> None:
@@ -1294,10 +1273,13 @@ def anon(v: str) -> str:
     return v if v not in ATOMS else hashlib.blake2b(v.encode(), digest_size=8).hexdigest()
 
 
+anon.expo = lru_cache(maxsize=1 << 16)(lambda e, name: hashlib.blake2b(_expo_text(e, name).encode(), digest_size=8)
+                                       .hexdigest())   # an exponent in a digest: 16 hex digits of its text's blake2b
+
+
 class Printer:
-    """Normal forms as text with a shared atom table: each atom (``max(...)``, ``sqrt(...)``,
-    ...) is written ``@k`` and defined once, after the atoms its arguments use. Printing
-    the same values in the same order gives the same texts and table."""
+    """Normal forms as text with a shared atom table: each atom (``max(...)``, ``sqrt(...)``, ...) is written ``@k``
+    and defined once, after the atoms its arguments use. The same values in the same order print the same."""
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
@@ -1383,12 +1365,10 @@ def check_dims(v, where: str) -> tuple[int, int, int]:
 
 def check_params(v, where: str) -> list[dict]:
     """Kernel parameter bindings (docs/kernels.md): tensors with dtype and shape, integer scalars."""
-    if not isinstance(v, list):
-        raise Malformed(where, "params: needs a list")
+    fail_if(not isinstance(v, list), Malformed, where, "params: needs a list")
     for i, p in enumerate(v):
         w = f"{where}: params[{i}]"
-        if not isinstance(p, dict) or not isinstance(p.get("name"), str):
-            raise Malformed(w, "needs a name")
+        fail_if(not isinstance(p, dict) or not isinstance(p.get("name"), str), Malformed, w, "needs a name")
         if p["name"] in [q.get("name") for q in v[:i] if isinstance(q, dict)]:
             raise Malformed(w, f"a second parameter named {p['name']}")
         if p.get("role") == "scalar":
@@ -1397,9 +1377,8 @@ def check_params(v, where: str) -> list[dict]:
                 raise Malformed(w, "a scalar needs an identifier name and an integer value, or dtype f32 "
                                 "and no value (symbolic)")
         elif p.get("role") in ("input", "output"):
-            shape = p.get("shape")
-            if p.get("dtype") not in ("f32", "f16", "s32") or not isinstance(shape, list) or not all(
-                    type(d) is int and 0 <= d <= 1 << 24 for d in shape):
+            if p.get("dtype") not in ("f32", "f16", "s32") or not isinstance(p.get("shape"), list) or not all(
+                    type(d) is int and 0 <= d <= 1 << 24 for d in p["shape"]):
                 raise Malformed(w, "a tensor needs dtype f32/f16/s32 and a shape of integers")
         else:
             raise Malformed(w, "role must be input, output or scalar")
@@ -1434,18 +1413,13 @@ def ctas(grid) -> list[tuple[int, int, int]]:
 
 def coverage(outs) -> dict[str, list]:
     """The output elements written, by tensor, as inclusive index ranges (``"y[3]"`` keys)."""
-    idx: dict[str, list[int]] = {}
-    for key in outs:
-        name, i = key[:-1].rsplit("[", 1)
-        idx.setdefault(name, []).append(int(i))
     out: dict[str, list] = {}
-    for name, ix in sorted(idx.items()):
-        runs = out[name] = []
-        for i in sorted(ix):
-            if runs and i == runs[-1][1] + 1:
-                runs[-1][1] = i
-            else:
-                runs.append([i, i])
+    for name, i in sorted((n, int(x)) for n, x in (key[:-1].rsplit("[", 1) for key in outs)):
+        runs = out.setdefault(name, [])
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
     return out
 
 

@@ -68,8 +68,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         grid, block = check_dims(s.get("grid"), f"{sw}: grid"), check_dims(s.get("block"), f"{sw}: block")
         mine, dyn = bind(params, s, sw), shared_bytes(s, sw)
         grids.append(grid)
-        todo = ctas(grid) if every else [cta]
-        evs = ev.get("ctas") if every else [ev]
+        todo, evs = (ctas(grid), ev.get("ctas")) if every else ([cta], [ev])
         if any(c >= g for c, g in zip(todo[0], grid)):
             raise Malformed(sw, f"cta {list(cta)} outside the grid {list(grid)}")
         if not isinstance(evs, list) or len(evs) != len(todo):

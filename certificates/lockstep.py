@@ -26,6 +26,7 @@ OPS = {**BINARY_OPS, "min": np.minimum, "max": np.maximum, "mul": opr.mul, "mad"
 ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # where an address keeps provenance
 CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
 EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
+UNSET = object()  # a register a thread has not written (a joined group's other threads have)
 WORDS = {4: ("f32", "b32", "u32", "s32"), 2: ("f16", "b16", "u16", "s16")}   # loaded and stored by ``address``
 
 
@@ -52,6 +53,30 @@ def distinct(a: np.ndarray) -> list:
     return a[np.concatenate(([True], a[1:] != a[:-1]))].tolist()
 
 
+def names(x) -> list:
+    """The registers operand ``x`` names."""
+    return [x.name] if type(x) is Reg else [n for y in getattr(x, "items", None) or ((x.first, x.second) if type(x) is
+                                            Pair else (x.base,) if type(x) is Mem else ()) for n in names(y)]
+
+
+def liveness(k) -> tuple:
+    """Per pc, the registers (bits: ``bit``) some path from it reads before writing; only these are kept (read after
+    being dropped: ``KeyError``, ``Fall``). An unguarded register arithmetic or load writes its first operand."""
+    bit, ins = {}, k.instrs
+    mask = lambda xs: sum(1 << bit.setdefault(n, len(bit)) for x in xs for n in names(x))  # noqa: E731
+    kill = [0 if i.guard or i.op not in CHEAP or i.op in ("st", "bra") else mask(i.operands[:1]) for i in ins]
+    live, again = [mask([*i.operands[1 if d else 0:], *[Reg(g[0]) for g in [i.guard] if g]]) for i, d in zip(
+        ins, kill)] + [0], True
+    while again:
+        again = False
+        for pc in range(len(ins) - 1, -1, -1):
+            i, old = ins[pc], live[pc]
+            live[pc] |= ((live[k.labels[i.operands[0].name]] if i.op == "bra" else 0) | (0 if i.op in ("ret", "exit")
+                         or i.op == "bra" and not i.guard else live[pc + 1])) & ~kill[pc]
+            again |= live[pc] != old
+    return live, bit
+
+
 def take(v, s: np.ndarray):
     return (v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v) if type(v) \
         is not tuple else ("d", v[1], [v[2][0][s, :v[3]], v[3]], v[3]) if v[0] == "d" else (v[0], v[1][s], *v[2:])
@@ -69,6 +94,7 @@ class Lockstep:
         self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
         self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
+        self.used, self.bit = vars(r.k).get("live") or vars(r.k).setdefault("live", liveness(r.k))   # per kernel
 
     def run(self, schedule: list) -> dict:
         r = self.r
@@ -105,16 +131,24 @@ class Lockstep:
         s, t = np.flatnonzero(m), np.flatnonzero(~m)
         fail_if(min(len(s), len(t)) < 32 and len({x[0] for x in self.live if self.r.th[x[1][0]].state != "exit"})
                 * 8 >= self.r.n, Fall)   # groups at 8 threads a pc on average (not exited), or Fall
-        self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in g[2].items()}])
-        g[1:] = g[1][t], {k: take(v, t) for k, v in g[2].items()}
+        regs = self.kept(g[0], g[2])
+        self.live.append([g[0], g[1][s], {k: take(v, s) for k, v in regs.items()}])
+        g[1:] = g[1][t], {k: take(v, t) for k, v in regs.items()}
         return self.live[-1]
+
+    def kept(self, pc: int, regs: dict) -> dict:
+        """``regs`` but those no path from ``pc`` reads before writing."""
+        u = self.used[pc]
+        return {k: v for k, v in regs.items() if k in self.bit and u >> self.bit[k] & 1}
 
     def join(self, gs: list) -> list | None:
         """Groups at one pc as one (a register some lack is dropped), columns of a kind concatenated, else packed; None
         (kept apart) for dot products not of one base and length, or of 64 terms in warps (each join copies them)."""
         regs = {}
-        for k in set.intersection(*(set(x[2]) for x in gs)):
-            regs[k] = (vs := [x[2][k] for x in gs])[0]
+        for x in gs:
+            x[2] = self.kept(x[0], x[2])
+        for k in set.union(*(set(x[2]) for x in gs)):
+            regs[k] = (vs := [x[2].get(k, UNSET) for x in gs])[0]
             if all(v is vs[0] or type(v) is type(vs[0]) in (int, bool) and v == vs[0] for v in vs):
                 continue   # the same in every group
             fs = [self.flat(v, len(x[1])) for x, v in zip(gs, vs)]
@@ -200,7 +234,7 @@ class Lockstep:
         out = []
         for j, t in enumerate(g[1][:1] if once else g[1]):
             th = self.r.th[t]
-            th.regs = {s: self.at(v, j) for s, v in vs.items()}
+            th.regs = {s: x for s, v in vs.items() if (x := self.at(v, j)) is not UNSET}
             q = self.r.quick[ins.index]
             q and q(th.regs, th) or self.r.step(th, ins)
             out.append([th.regs[d] for d in dsts])

@@ -241,7 +241,7 @@ class Poly:
         for (m, e), c in self._k or sorted(self.t.items()):   # not kept: a long form is printed once
             factors = [f"{name(v)}^{p}" if p != 1 else name(v) for v, p in m]
             if e:
-                factors.append(f"exp({_expo_text(e, name)})")
+                factors.append(f"exp({(getattr(name, 'expo', None) or _expo_text)(e, name)})")
             parts.append("*".join(factors if c == 1 and factors else [str(c)] + factors))
         return " + ".join(parts) or "0"
 

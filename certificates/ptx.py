@@ -13,7 +13,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from .errors import Malformed, Unsupported
+from .errors import Malformed, Unsupported, fail_if
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,8 @@ class Instr:
 
 @dataclass
 class Var:
-    """A ``.shared`` / ``.local`` / ``.const`` / ``.global`` variable (``init``: the bytes of an
-initialized ``.const`` / ``.global`` one; an uninitialized one is refused where an instruction
-names it): size in bytes (0 for ``extern`` arrays)."""
+    """A ``.shared`` / ``.local`` / ``.const`` / ``.global`` variable: ``size`` in bytes (0 for ``extern`` arrays);
+    ``init``: an initialized ``.const`` / ``.global`` one's bytes (one without is refused where instructions use it)."""
 
     name: str
     space: str
@@ -211,7 +210,6 @@ def _statements(src: str, file: str):
                 depth += tok == "{"
                 yield line, "open" if tok == "{" else "close", tok, depth
                 depth -= tok == "}"
-                buf = ""
                 continue
         parens += (tok == "(") - (tok == ")")
         inner += (tok == "{") - (tok == "}")
@@ -414,10 +412,8 @@ def parse(src: str, file: str = "<ptx>") -> Module:
         elif not re.match(r"^\.section\s+[\w.$]+$", text):
             raise ctx.err("unexpected statement at module level")
         i += 1
-    if version is None or target is None:
-        raise Malformed(file, "missing .version or .target directive")
-    if not kernels:
-        raise Malformed(file, "no .entry kernel")
+    fail_if(version is None or target is None, Malformed, file, "missing .version or .target directive")
+    fail_if(not kernels, Malformed, file, "no .entry kernel")
     for k in kernels.values():
         for v in mvars.values():
             k.vars.setdefault(v.name, v)
@@ -451,12 +447,7 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
         i += 1
     if i >= len(stmts) or stmts[i][1] != "open":
         raise ctx.err(f"entry {name} has no body")
-    regs: dict[str, str] = {}
-    kvars: dict[str, Var] = {}
-    instrs: list[Instr] = []
-    labels: dict[str, int] = {}
-    scopes: list[dict[str, str]] = [{}]
-    n_scopes = 0
+    regs, kvars, instrs, labels, scopes, n_scopes = {}, {}, [], {}, [{}], 0   # scopes: each brace's renaming
     while scopes:
         i += 1
         if i >= len(stmts):
@@ -555,8 +546,7 @@ def _resolve(k: Kernel) -> None:
         lo, hi = ((1, 1) if "warp" in ins.parts else (0, 2)) if ins.op in ("bar", "barrier") else \
             (3, 3) if ins.op == "cvt" and "f16x2" in ins.parts else ARITY.get(ins.op, (0, len(ins.operands)))
         if not lo <= len(ins.operands) <= hi:
-            raise Malformed(f"{k.file}:{ins.line}", f"`{ins.opcode}` takes {lo if lo == hi else f'{lo}-{hi}'} "
-                            f"operands, got {len(ins.operands)} in `{ins.text}`")
+            raise err(ins, f"`{ins.opcode}` takes {lo if lo == hi else f'{lo}-{hi}'} operands, got {len(ins.operands)}")
         mem = {"ld": 1, "ldu": 1, "st": 0}.get(ins.op)
         if mem is not None and not isinstance(ins.operands[mem], Mem):
             raise err(ins, f"`{ins.opcode}` needs a [memory] {'destination' if mem == 0 else 'source'}")
@@ -569,13 +559,9 @@ def _resolve(k: Kernel) -> None:
 
 
 def _inline(k: Kernel, funcs: dict[str, Kernel], stack: tuple) -> None:
-    """Replace each ``call`` of ``k`` by the called ``.func``'s body (registers and labels
-    renamed per call, ``ret`` a branch to its end) and each call parameter by a register:
-    ``st.param`` / ``ld.param`` of one become ``mov``s. Recursion is refused."""
-    out: list[Instr] = []
-    labels: dict[str, int] = {}
-    at: dict[int, int] = {}
-    own = {p.name for p in k.params + k.rets}
+    """Replace each ``call`` of ``k`` by the called ``.func``'s body (registers and labels renamed per call, ``ret`` a
+    branch to its end), each call parameter by a register (``st.param`` / ``ld.param``: ``mov``s); no recursion."""
+    out, labels, at, own = [], {}, {}, {p.name for p in k.params + k.rets}   # at: old index -> new
     calls: list[tuple[int, int, Instr]] = []   # inlined bodies: [start, end) and their call
     for n, ins in enumerate(k.instrs):
         at[n] = len(out)
@@ -606,14 +592,11 @@ def _inline(k: Kernel, funcs: dict[str, Kernel], stack: tuple) -> None:
 
 
 def _expand(k: Kernel, call: Instr, funcs: dict[str, Kernel], stack: tuple, tag: str):
-    """The body of the ``.func`` that ``call`` names, as instructions of ``k``, and its
-    labels (relative to the body's start)."""
+    """The body of the ``.func`` ``call`` names, as instructions of ``k``, and its labels (from the body's start)."""
     rets, f, args = call.operands[0].items, call.operands[1].name, call.operands[2].items
     where = f"{k.file}:{call.line}"
-    if f in stack:
-        raise Unsupported(f"{where}: recursive call of {f} in `{call.text}`")
-    if f not in funcs:
-        raise Unsupported(f"{where}: call of {f}, which has no body in this module")
+    fail_if(f in stack, Unsupported, f"{where}: recursive call of {f} in `{call.text}`")
+    fail_if(f not in funcs, Unsupported, f"{where}: call of {f}, which has no body in this module")
     fn = copy.deepcopy(funcs[f])
     if len(args) != len(fn.params) or len(rets) != len(fn.rets) or fn.vars or call.guard \
             or not all(isinstance(a, Sym) and a.name in k.regs for a in args + rets):

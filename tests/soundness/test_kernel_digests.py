@@ -47,3 +47,21 @@ def test_digests_of_outputs_equal_only_after_the_shift_are_each_sides_own(cert, 
         c["outputs"] = {k: ref[k] for k in c["outputs"]}
     ok, detail = verdict(cert, tmp_path)
     assert not ok and "optimized" in detail and "the certified normal form is not the replay's" in detail
+
+
+def test_a_digest_names_each_exponent_by_the_blake2b_of_its_text():
+    """The digest of a ``Rat`` is the sha256 of its text with atoms and exponents anonymized: an exponent is written
+    as 16 hex digits of the blake2b of its own text (docs/kernels.md), so outputs whose exponents differ in one term
+    have different digests, and the digest is that text's, recomputable without the table."""
+    import hashlib
+
+    from certificates.kernel import Printer, anon
+    from certificates.poly import Rat, apply
+
+    q, k, v = Rat.var("Q[0]"), Rat.var("K[0]"), Rat.var("V[0]")
+    m = apply("max", q * k, q)
+    a, b = v * apply("exp", q * k - m), v * apply("exp", q * k * 2 - m)
+    expo = (q * k - m).n.text(anon)   # the exponent's own text, its atom max(...) anonymized
+    want = "V[0]*exp(" + hashlib.blake2b(expo.encode(), digest_size=8).hexdigest() + ")"
+    assert Printer().digest(a) == hashlib.sha256(want.encode()).hexdigest()
+    assert Printer().digest(a) != Printer().digest(b)

@@ -229,6 +229,20 @@ PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     "paths rejoining, a register of one path": (
         "\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra J;\n\tmov.u32 %r20, 5;\nJ:\n"
         "\tadd.u32 %r21, %r20, 1;\n" + visible([21, 21]), 64, False),
+    # ... read after the paths rejoin only by the threads that wrote it (the joined group holds it for those)
+    "paths rejoining, a register of one path read on it": (
+        "\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra J;\n\tmov.u32 %r20, 5;\nJ:\n"
+        "\tmov.u32 %r21, 9;\n\t@!%p1 add.u32 %r21, %r20, %r1;\n" + visible([21, 21]), 64, False),
+    # ... selected by two threads, one of which did not write it (unset for that one), and stored as it is
+    "paths rejoining, a register of one path read across": (
+        "\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra J;\n\tmov.u32 %r20, 5;\nJ:\n"
+        "\tsetp.eq.u32 %p2, %r1, 4;\n\tsetp.eq.u32 %p3, %r1, 5;\n\tor.pred %p2, %p2, %p3;\n"
+        "\tselp.b32 %r21, %r20, 9, %p2;\n\tst.global.b32 [%rd7], %r21;\n", 64, False),
+    # a register every thread writes, live across the paths and rewritten under a guard after they rejoin: the
+    # guarded write does not end its old value (which the threads it skips store)
+    "paths rejoining, a guarded write": (
+        "\tmov.f32 %f3, %f1;\n\tand.b32 %r5, %r1, 3;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra J;\n"
+        "\tmov.u32 %r20, 5;\nJ:\n\tsetp.lt.u32 %p2, %r1, 20;\n\t@%p2 mov.f32 %f3, %f2;\n" + Y.format(3), 64, False),
     # each path stores its own slot; after they rejoin, each thread reads its neighbour's without a barrier: a race
     "paths rejoining, read across, no barrier": (
         "\tand.b32 %r5, %r1, 1;\n\tsetp.eq.u32 %p1, %r5, 0;\n\t@%p1 bra A;\n\tst.shared.f32 [%r4], %f1;\n"
@@ -316,7 +330,8 @@ def test_the_checker_accepts_what_lockstep_certifies(name):
 
 # the programs the checker's lockstep runs to the end (the others: groups under a warp, a race, a deadlock, ...)
 CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "divergent trip counts", "dot copied then extended twice",
-                    "paths rejoining", "paths rejoining, barrier, read across",
+                    "paths rejoining", "paths rejoining, barrier, read across", "paths rejoining, a guarded write",
+                    "paths rejoining, a register of one path read on it",
                     "paths rejoining, dot products on two bases",
                     "dot on a per-thread base", "early exit, no barrier",
                     "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
