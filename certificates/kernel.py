@@ -415,10 +415,14 @@ def canon(x: Rat) -> tuple[dict, np.ndarray, np.ndarray]:
 
 
 def dot_equal(a, b) -> bool:
-    """Whether ``a`` and ``b``, one a ``Dot``, have equal ``canon`` forms, so equal normal forms (False: not shown)."""
+    """Whether ``a`` and ``b``, one a ``Dot``, have equal ``canon`` forms, so equal normal forms (False: not shown);
+    two dot products of equal bases with the same terms in the same order are equal without sorting them."""
     if Dot not in (type(a), type(b)) or not (isinstance(a, Rat) and isinstance(b, Rat)) \
             or a.d is not ONE_P or b.d is not ONE_P or max(x.k for x in (a, b) if type(x) is Dot) >> 32:
         return False
+    if type(a) is type(b) and a.k == b.k and a.up[2] is b.up[2] is None and a.up[1][:a.k] == b.up[1][:b.k] \
+            and a.up[0].t == b.up[0].t:
+        return True
     (ra, ka, wa), (rb, kb, wb) = canon(a), canon(b)
     return ra == rb and np.array_equal(ka, kb) and np.array_equal(wa, wb)
 

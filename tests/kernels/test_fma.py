@@ -152,3 +152,20 @@ def test_long_dot_product_dropped_or_changed_term_is_refuted():
     for bad in (dropped, changed):
         assert not dot_equal(good, bad) and not dot_equal(bad, good)
         assert compare({("C", 0): good}, {("C", 0): bad}).verdict == "not-equivalent"
+
+
+def test_same_terms_in_the_same_order_need_equal_bases_and_coefficients():
+    """``dot_equal`` decides dot products with the same terms in the same order without sorting them: only where the
+    bases are equal and no term has a coefficient (the same pairs with coefficients 2 and 3 are other values)."""
+    xs = [var(f"A[{k}]") for k in range(9)]
+
+    def dot(base, coef: int = 1, n: int = 6) -> Rat:
+        acc = base
+        for k in range(n):
+            acc = fma(xs[k] * coef if k == 2 else xs[k], xs[k + 1], acc)
+        return acc
+    assert dot_equal(dot(Rat.of(0)), dot(Rat.of(0))) and dot_equal(dot(xs[8] * xs[8]), dot(xs[8] * xs[8]))
+    assert not dot_equal(dot(Rat.of(0)), dot(Rat.of(1))) and not dot_equal(dot(xs[8] * xs[8]), dot(Rat.of(0)))
+    two, three = dot(Rat.of(0), 2), dot(Rat.of(0), 3)
+    assert list(two.up[1][:two.k]) == list(three.up[1][:three.k]) and not dot_equal(two, three)
+    assert dot_equal(two, dot(Rat.of(0), 2)) and not dot_equal(dot(Rat.of(0)), dot(Rat.of(0), n=5))
