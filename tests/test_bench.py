@@ -30,7 +30,8 @@ def test_kernel_bench_repeats_each_pair_and_prints_the_least_times(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())["rows"]
-    assert [row["workload"] for row in rows] == ["mirror_sum"] * 2 and {row["verdict"] for row in rows} == {"equivalent"}
+    assert [row["workload"] for row in rows] == ["mirror_sum"] * 2
+    assert {row["verdict"] for row in rows} == {"equivalent"}
     least = [line for line in r.stdout.splitlines() if line.startswith("mirror_sum: least of 2 runs:")]
     engine = min(float(row["note"].split("engine CPU ")[1].split(" s")[0]) for row in rows)
     assert len(least) == 1 and f"engine CPU {engine:.3f} s" in least[0] and "replay <= engine:" in least[0]
