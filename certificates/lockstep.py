@@ -142,8 +142,8 @@ class Lockstep:
         return {k: v for k, v in regs.items() if k in self.bit and u >> self.bit[k] & 1}
 
     def join(self, gs: list) -> list | None:
-        """Groups at one pc as one (a register some lack is dropped), columns of a kind concatenated, else packed; None
-        (kept apart) for dot products not of one base and length, or of 64 terms in warps (each join copies them)."""
+        """Groups at one pc as one (a register some lack: unset for their threads), columns of a kind concatenated, else
+        packed; None (kept apart) for dot products not of one base and length, or of 64 terms in warps (copied)."""
         regs = {}
         for x in gs:
             x[2] = self.kept(x[0], x[2])
