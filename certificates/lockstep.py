@@ -54,16 +54,21 @@ def distinct(a: np.ndarray) -> list:
 
 
 def names(x) -> list:
-    """The registers operand ``x`` names."""
-    return [x.name] if type(x) is Reg else [n for y in getattr(x, "items", None) or ((x.first, x.second) if type(x) is
-                                            Pair else (x.base,) if type(x) is Mem else ()) for n in names(y)]
+    """The registers operand ``x`` names (a vector's, a pair's, an address's base)."""
+    if type(x) is Reg:
+        return [x.name]
+    parts = getattr(x, "items", None) or ((x.first, x.second) if type(x) is Pair else
+                                          (x.base,) if type(x) is Mem else ())
+    return [n for y in parts for n in names(y)]
 
 
 def liveness(k) -> tuple:
     """Per pc, the registers (bits: ``bit``) some path from it reads before writing; only these are kept (read after
     being dropped: ``KeyError``, ``Fall``). An unguarded register arithmetic or load writes its first operand."""
     bit, ins = {}, k.instrs
-    mask = lambda xs: sum(1 << bit.setdefault(n, len(bit)) for x in xs for n in names(x))  # noqa: E731
+
+    def mask(xs: list) -> int:
+        return sum(1 << bit.setdefault(n, len(bit)) for x in xs for n in names(x))
     kill = [0 if i.guard or i.op not in CHEAP or i.op in ("st", "bra") else mask(i.operands[:1]) for i in ins]
     live, again = [mask([*i.operands[1 if d else 0:], *[Reg(g[0]) for g in [i.guard] if g]]) for i, d in zip(
         ins, kill)] + [0], True
@@ -78,8 +83,10 @@ def liveness(k) -> tuple:
 
 
 def take(v, s: np.ndarray):
-    return (v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v) if type(v) \
-        is not tuple else ("d", v[1], [v[2][0][s, :v[3]], v[3]], v[3]) if v[0] == "d" else (v[0], v[1][s], *v[2:])
+    """The threads ``s`` of register ``v``."""
+    if type(v) is not tuple:
+        return v[s] if type(v) is np.ndarray else [v[i] for i in s.tolist()] if type(v) is list else v
+    return ("d", v[1], [v[2][0][s, :v[3]], v[3]], v[3]) if v[0] == "d" else (v[0], v[1][s], *v[2:])
 
 
 class Lockstep:
@@ -138,8 +145,8 @@ class Lockstep:
 
     def kept(self, pc: int, regs: dict) -> dict:
         """``regs`` but those no path from ``pc`` reads before writing."""
-        u = self.used[pc]
-        return {k: v for k, v in regs.items() if k in self.bit and u >> self.bit[k] & 1}
+        u, bit = self.used[pc], self.bit
+        return {k: v for k, v in regs.items() if k in bit and u >> bit[k] & 1}
 
     def join(self, gs: list) -> list | None:
         """Groups at one pc as one (a register some lack: unset for their threads), columns of a kind concatenated, else
@@ -168,10 +175,15 @@ class Lockstep:
         """``v`` of ``n`` threads as (kind, provenance, column): integers (past 2^63: ``OverflowError``, ``Fall``),
         addresses, input elements, dot products (one base, ``k`` terms: a row of term keys per thread); else ()."""
         t = type(v)
-        return ("i", (), v if t is np.ndarray else np.full(n, v)) if t in (int, bool, np.ndarray) else ("p", (
-            v.alloc, v.space), np.full(n, int(v))) if t is Ptr else ("a", (), np.full(n, self.obj.setdefault(
-                v.ix, v).ix)) if t is Var else (v[0], v[2:], v[1]) if t is tuple and v[0] in ("p", "a") else (
-            "d", (v[1].n.key(), v[3]), v[2][0][:, :v[3]]) if t is tuple and v[0] == "d" else ()
+        if t in (int, bool, np.ndarray):
+            return "i", (), v if t is np.ndarray else np.full(n, v)
+        if t is Ptr:
+            return "p", (v.alloc, v.space), np.full(n, int(v))
+        if t is Var:
+            return "a", (), np.full(n, self.obj.setdefault(v.ix, v).ix)
+        if t is not tuple or v[0] not in ("p", "a", "d"):
+            return ()
+        return (v[0], v[2:], v[1]) if v[0] != "d" else ("d", (v[1].n.key(), v[3]), v[2][0][:, :v[3]])
 
     def go(self, g: list, todo: list, wait: bool) -> None:
         """Run ``g`` until it blocks, exits or (``wait``) reaches the least pc of ``todo`` (there to join the groups
@@ -214,9 +226,11 @@ class Lockstep:
 
     def at(self, v, j: int):
         """Thread ``j``'s value of ``v`` (a ``Dot`` as ``fma`` builds it)."""
-        return (v[j].item() if type(v) is np.ndarray else v[j] if type(v) is list else v) if type(v) is not tuple \
-            else Ptr(int(v[1][j]), *v[2:]) if v[0] == "p" else self.atom(int(v[1][j])) if v[0] != "d" else \
-            Dot.new((v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3])
+        if type(v) is not tuple:
+            return v[j].item() if type(v) is np.ndarray else v[j] if type(v) is list else v
+        if v[0] != "d":
+            return Ptr(int(v[1][j]), *v[2:]) if v[0] == "p" else self.atom(int(v[1][j]))
+        return Dot.new((v[1].n, array("q", v[2][0][j, :v[3]].tobytes()), None), v[3])
 
     def atom(self, i: int) -> Var:
         return self.obj.get(i) or self.obj.setdefault(i, var(NAMES[i][0][0]))
@@ -224,10 +238,8 @@ class Lockstep:
     def generic(self, g: list, ins) -> None:
         """``Replay.step`` per thread on its operands (once if they are uniform and it accesses no memory)."""
         o, dst = ins.operands, ins.operands[0]
-        srcs = {x.name for x in [*o[1:], *getattr(o[1], "items", ()), *[x.base for x in o if isinstance(x, Mem)]]
-                if isinstance(x, Reg)}
-        dsts = [] if ins.op == "st" else [x.name for x in getattr(dst, "items", None) or (
-            [dst.first, dst.second] if isinstance(dst, Pair) else [dst])]
+        srcs = {n for x in (o if ins.op == "st" else o[1:]) for n in names(x)}   # a store reads its address
+        dsts = [] if ins.op == "st" else names(dst)
         vs = {s: g[2][s] for s in srcs}
         once = all(type(v) not in (np.ndarray, list, tuple) for v in vs.values()) and (
             ins.op not in ("ld", "st") or "param" in ins.parts)

@@ -446,3 +446,23 @@ def test_a_failing_pair_never_aborts_the_others(tmp_path):
     assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
     lines = {ln.split()[0]: ln for ln in res.stdout.splitlines() if ln and not ln.startswith(" ")}
     assert "VERIFIED" in lines["good"] and "malformed" in lines["bad"] and "rejected" in lines["ub"], res.stdout
+
+
+# ------------------------------------------------------------------ dot products decided without sorting
+
+DOT = "\tfma.rn.f32 %f3, %f1, %f2, {};\n\tfma.rn.f32 %f3, %f2, %f1, %f3;\n" + STORE
+
+
+@pytest.mark.parametrize("other", [
+    DOT.format(f32(1.0)),   # the same products in the same order on another base (1 instead of 0)
+    "\tmul.f32 %f4, %f1, " + f32(3.0) + ";\n" + DOT.replace("%f1, %f2, {}", "%f4, %f2, {}").format(f32(0.0)),
+])
+def test_dot_products_with_the_same_terms_are_not_equal_on_another_base_or_coefficient(tmp_path, other):
+    """``dot_equal`` decides two dot products with the same terms in the same order without sorting them; a kernel
+    whose products come in that order but on another base, or with another coefficient ((3 x) y + y x against
+    x y + y x: the same pairs of elements), is not equivalent, and a certificate of it is REJECTed."""
+    entry, r = check(tmp_path, DOT.format(f32(0.0)), other)
+    assert r.verdict == "not-equivalent", r.message
+    r.verdict = "equivalent"   # forged: each side's own schedule and printed forms, the engine's verdict overruled
+    cert = kernel_certificate([pair_claim("p", entry, tmp_path, r)])
+    rejected(cert, tmp_path, "differs")
