@@ -32,8 +32,7 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
     if claimed != r.witness:
         diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))
         raise Rejected(f"{sw}: the memory-event witness differs from the replay's at {diff[0]}")
-    if set(got) != set(ev["outputs"]):
-        raise Rejected(f"{sw}: the certified outputs are not the elements the kernel writes")
+    fail_if(set(got) != set(ev["outputs"]), Rejected, f"{sw}: the certified outputs are not the elements it writes")
     digests = {key: ev["outputs"][key] for key in got if isinstance(ev["outputs"][key], dict)}
     for key in sorted(set(got) - set(digests)):
         limits.tick()
@@ -120,8 +119,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         methods[method] = methods.get(method, 0) + 1
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
     covers = coverage(ref)
-    if claim.get("covers") != covers:
-        raise Rejected(f"the claim's covered outputs {claim.get('covers')} are not the elements written ({covers})")
+    fail_if(claim.get("covers") != covers, Rejected, f"the claim covers {claim.get('covers')}; written: {covers}")
     total = sum(math.prod(p["shape"]) for p in params if p["role"] == "output")
     runs = [f"{k}[{a}]" if a == b else f"{k}[{a}..{b}]" for k, v in covers.items() for a, b in v]
     shown = ", ".join(runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")

@@ -159,6 +159,12 @@ ARITY = {**dict.fromkeys("add sub mul div rem and or xor shl shr min max copysig
 TYPE_SIZE = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
              "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4,
              "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1}
+# The modifiers of value instructions the executors give a meaning: rounding (ignored over the reals, or refused),
+# ftz, sat, approx, full, hi, lo, wide, cc (its carry is never read: addc is unsupported), setp's comparisons and
+# boolean operators. Any other (.relu, .xorsign, .abs of max/min, .oob, testp's classes, ...) is refused.
+VALUED = SUPPORTED - set("ld st cvta bra ret exit bar barrier shfl vote wmma mma ldmatrix membar fence".split())
+MODS = {*TYPE_SIZE, *("rn rz rm rp rni rzi rmi rpi ftz sat approx full hi lo wide cc eq ne lt le gt ge ls hs equ neu "
+                      "ltu leu gtu geu and or xor").split()}
 
 _NAME = r"[A-Za-z_$][\w$]*"
 _LABEL_RE = re.compile(rf"^\s*({_NAME})\s*$")
@@ -224,11 +230,9 @@ def _statements(src: str, file: str):
         else:
             buf += tok
     if buf.strip():
-        if depth > 0:
-            raise Malformed(f"{file}:{start}", f"statement without ';': {buf.strip()!r}")
+        fail_if(depth > 0, Malformed, f"{file}:{start}", f"statement without ';': {buf.strip()!r}")
         yield start, "stmt", buf.strip(), depth
-    if depth != 0:
-        raise Malformed(f"{file}:{line}", "unbalanced '{' (missing '}' at end of file)")
+    fail_if(depth != 0, Malformed, f"{file}:{line}", "unbalanced '{' (missing '}' at end of file)")
 
 
 # Directives that end at the end of their line, without ';' (PTX ISA 11.5: .loc, .file).
@@ -516,8 +520,9 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     for key in (".".join(opcode.split(".")[:2]), base):
         if key in UNSUPPORTED:
             raise ctx.unsupported(f"unsupported PTX instruction `{opcode}` ({UNSUPPORTED[key]})")
-    if base not in SUPPORTED or base in ("bar", "barrier") and {"red", "arrive"} & set(opcode.split(".")):
-        raise ctx.unsupported(f"unsupported PTX instruction `{opcode}`")
+    odd = sorted(set(opcode.split(".")[1:]) - MODS) if base in VALUED else []   # its values would differ: refused
+    if base not in SUPPORTED or base in ("bar", "barrier") and {"red", "arrive"} & set(opcode.split(".")) or odd:
+        raise ctx.unsupported(f"unsupported PTX instruction `{opcode}`" + (f" (modifier .{odd[0]})" if odd else ""))
     operands = [_operand(tok, ctx) for tok in _split_top(rest)] if rest.strip() else []
     return Instr(opcode, operands, guard, ctx.line, ctx.text, index)
 

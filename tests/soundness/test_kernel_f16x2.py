@@ -42,13 +42,14 @@ def test_swapped_halves_forged_certificate_is_rejected(tmp_path):
 
 
 def test_variants_are_refused_and_two_operands_malformed(tmp_path):
-    for cvt in ("cvt.rn.relu.f16x2.f32 %r10, %f1, %f2;", "cvt.rn.satfinite.f16x2.f32 %r10, %f1, %f2;",
-                "cvt.rz.f16x2.f32 %r10, %f1, %f2;"):
+    for cvt, why in (("cvt.rn.relu.f16x2.f32 %r10, %f1, %f2;", "modifier .relu"),   # refused by the parser
+                     ("cvt.rn.satfinite.f16x2.f32 %r10, %f1, %f2;", "modifier .satfinite"),
+                     ("cvt.rz.f16x2.f32 %r10, %f1, %f2;", "cvt variant")):
         e = entry(tmp_path, kernel(copy_of("%f2")), kernel(packed(cvt), shared=SHARED))
         r = check_pair(e, tmp_path)
-        assert r.verdict == "unsupported" and "cvt variant" in r.message, r.message
+        assert r.verdict == "unsupported" and why in r.message, r.message
         cert = certify(tmp_path, entry(tmp_path, kernel(copy_of("%f2")), kernel(packed(), shared=SHARED)))
-        rejected(with_ptx(cert, kernel(packed(cvt), shared=SHARED)), tmp_path, "cvt variant")
+        rejected(with_ptx(cert, kernel(packed(cvt), shared=SHARED)), tmp_path, why)
     try:
         parse(kernel(packed("cvt.rn.f16x2.f32 %r10, %f1;"), shared=SHARED))
     except Malformed as e:
