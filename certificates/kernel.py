@@ -1079,7 +1079,8 @@ class Replay:
             return Packed([self.load(th, ins, addr, 2), self.load(th, ins, addr.at(2), 2)])
         if width != esize:
             raise self.unsupported(ins, f"{width}-byte access to a {esize}-byte tensor {name}")
-        if role == "output":
+        if role == "output":   # written by the kernel: not through the non-coherent path (PTX ISA: read-only data)
+            fail_if({"nc", "ldu"} & {*ins.parts}, Unsupported, f"{self.k.file}:{ins.line}: non-coherent load of {name}")
             self.access("global", addr, width, th, ins, False)
         if addr in self.gmem:
             return self.gmem[addr]

@@ -16,18 +16,16 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
     """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs, the replay (``gmem``:
     output bytes written, ``shadow``: bytes accessed) and the certified digests (checked by ``replay_kernel``).
     In lockstep until it declines a CTA of the kernel (``lock``: the sides it declined)."""
-    if not isinstance(ev, dict) or not isinstance(ev.get("schedule"), list) \
-            or not isinstance(ev.get("witness"), list) or not isinstance(ev.get("outputs"), dict):
-        raise Malformed(sw, "evidence needs schedule, witness and outputs")
+    fail_if(not isinstance(ev, dict) or not all(isinstance(ev.get(k), t) for k, t in (("schedule", list), (
+        "witness", list), ("outputs", dict))), Malformed, sw, "evidence needs schedule, witness and outputs")
     got = None if side in lock else lockstep(r := Replay(k, grid, block, params, cta, limits, side, dyn), ev["schedule"])
     if got is None:   # declined: a fresh replay, thread by thread
         lock.add(side)
         got = (r := Replay(k, grid, block, params, cta, limits, side, dyn)).run(ev["schedule"])
     claimed = set()
     for i, w in enumerate(ev["witness"]):
-        if not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2])
-                and all(type(x) is int for x in w[2:])):
-            raise Malformed(sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
+        fail_if(not (isinstance(w, list) and len(w) == 5 and all(type(x) is str for x in w[:2]) and all(
+            type(x) is int for x in w[2:])), Malformed, sw, f"witness[{i}]: needs [space, kind, pc, pc, pc]")
         claimed.add(tuple(w))
     if claimed != r.witness:
         diff = sorted(map(str, (r.witness - claimed) or (claimed - r.witness)))

@@ -520,7 +520,8 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     for key in (".".join(opcode.split(".")[:2]), base):
         if key in UNSUPPORTED:
             raise ctx.unsupported(f"unsupported PTX instruction `{opcode}` ({UNSUPPORTED[key]})")
-    odd = sorted(set(opcode.split(".")[1:]) - MODS) if base in VALUED else []   # its values would differ: refused
+    odd = sorted(set(opcode.split(".")[1:]) - MODS) if base in VALUED else ["uni"] if guard and opcode in (
+        "bra.uni", "ret.uni") else []   # values not modelled; a guarded branch's promise of uniformity not checked
     if base not in SUPPORTED or base in ("bar", "barrier") and {"red", "arrive"} & set(opcode.split(".")) or odd:
         raise ctx.unsupported(f"unsupported PTX instruction `{opcode}`" + (f" (modifier .{odd[0]})" if odd else ""))
     operands = [_operand(tok, ctx) for tok in _split_top(rest)] if rest.strip() else []

@@ -501,6 +501,8 @@ class CTA:
             if width != t.esize:
                 raise Unsupported(f"{self.k.file}:{ins.line}: {width}-byte access to {t.dtype} tensor {t.name}")
             if t.role == "output":  # inputs are never written (a store to one is an error)
+                if "nc" in ins.parts or ins.op == "ldu":   # read-only data (PTX ISA), which an output is not
+                    raise Unsupported(f"{self.k.file}:{ins.line}: a non-coherent load of output {t.name} in `{ins.text}`")
                 self._record("global", addr, width, th, ins, False)
             if addr in self.gmem:
                 return self.gmem[addr][0]
