@@ -264,12 +264,13 @@ class Lockstep:
 
     def ints(self, g: list, ins) -> bool:
         """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands wrapped to their types,
-        the result to its type, an address kept as ``derive``/``keep`` keep it; a float column moved or ``CONV``."""
+        the result to its type, an address kept as ``derive``/``keep`` keep it; a float column or ``Var`` moved or
+        ``CONV``."""
         p, o, op, regs = ins.parts, ins.operands, ins.op, g[2]
         vals = [regs[x.name] if isinstance(x, Reg) else self.r.sym[x.name] if isinstance(x, Sym) else x for x in o[1:]]
-        if not any(type(v) in (np.ndarray, tuple) for v in vals) or not isinstance(o[0], Reg) or "sat" in p:
+        if not any(type(v) in (np.ndarray, tuple, Var) for v in vals) or not isinstance(o[0], Reg) or "sat" in p:
             return False
-        if (op == "mov" or p in CONV) and type(vals[0]) is tuple and vals[0][0] in "ad":
+        if (op == "mov" or p in CONV) and (type(vals[0]) is tuple and vals[0][0] in "ad" or type(vals[0]) is Var):
             regs[o[0].name] = vals[0]
             return True
         ty, prov = p[-1], ()
@@ -340,7 +341,7 @@ class Lockstep:
 
     def address(self, g: list, ins, space: str, w: int = 4):
         """A ``w``-byte (vector) access in ``space``: the addresses (aligned, each element in bounds of one allocation
-        of ``space``), the allocation and the registers; or None."""
+        of ``space``; an int where every thread's is one), the allocation and the registers; or None."""
         p, o = ins.parts, ins.operands
         m, regs = (o[1], o[0]) if ins.op == "ld" else (o[0], o[1])
         items = getattr(regs, "items", [regs])
@@ -348,10 +349,11 @@ class Lockstep:
         if not (set(p[2:-1]) <= {"nc", "v2", "v4"} and p[-1] in WORDS.get(w, ()) and len(items) == (
                 4 if "v4" in p else 2 if "v2" in p else 1) and (type(v) is Ptr or type(v) is tuple and v[0] == "p")):
             return None
-        a, al, sp = (np.full(len(g[1]), int(v)), v.alloc, v.space) if type(v) is Ptr else v[1:]
+        a, al, sp = (int(v), v.alloc, v.space) if type(v) is Ptr else v[1:]
         a = a + m.offset
-        if al[3] != space or sp != space and {sp, space} != {"generic", "global"} or (a & w - 1).any() or \
-                a.min() < al[1] or a.max() > al[2] - w * len(items):
+        lo, hi, odd = (a, a, a & w - 1) if type(a) is int else (a.min(), a.max(), (a & w - 1).any())
+        if al[3] != space or sp != space and {sp, space} != {"generic", "global"} or odd or lo < al[1] or \
+                hi > al[2] - w * len(items):
             return None
         return a, al, items
 
@@ -365,6 +367,10 @@ class Lockstep:
         ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
         for i, d in enumerate(got[2]):
             e = (got[0] + w * i - t[4]) // w
+            if type(e) is int:   # one element for every thread: its Var
+                ix[e] = ix[e] if ix[e] >= 0 else index(((f"{t[0]}[{e}]", 1),))
+                g[2][d.name] = self.atom(int(ix[e]))
+                continue
             for x in distinct(e[ix[e] < 0]) if (ix[e] < 0).any() else ():
                 ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
             g[2][d.name] = "a", ix[e]
@@ -376,7 +382,7 @@ class Lockstep:
         if not got:
             raise Fall
         for i, d in enumerate(got[2]):
-            w = (got[0] - SHARED_BASE >> 2) + i
+            w = (np.full(len(T), got[0]) - SHARED_BASE >> 2) + i
             lw = self.wt[w]
             hit = (lw >= 0) & (lw != T)
             self.note("WAW" if ins.op == "st" else "RAW", self.wx[w][hit], lw[hit], pc)

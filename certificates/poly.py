@@ -237,12 +237,11 @@ class Poly:
 
     def text(self, name: Callable[[str], str]) -> str:
         """The canonical text with every variable or atom ``v`` written ``name(v)``."""
-        parts = []
+        parts, expo = [], getattr(name, "expo", None) or _expo_text
         for (m, e), c in self._k or sorted(self.t.items()):   # not kept: a long form is printed once
-            factors = [f"{name(v)}^{p}" if p != 1 else name(v) for v, p in m]
-            if e:
-                factors.append(f"exp({(getattr(name, 'expo', None) or _expo_text)(e, name)})")
-            parts.append("*".join(factors if c == 1 and factors else [str(c)] + factors))
+            s = "*".join([name(v) if p == 1 else f"{name(v)}^{p}" for v, p in m])
+            s = (f"{s}*exp({expo(e, name)})" if s else f"exp({expo(e, name)})") if e else s
+            parts.append(s if c == 1 and s else f"{c}*{s}" if s else str(c))
         return " + ".join(parts) or "0"
 
 

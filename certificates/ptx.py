@@ -284,6 +284,10 @@ class _Ctx:
     def err(self, msg: str) -> Malformed:
         return Malformed(f"{self.file}:{self.line}", f"{msg} in `{self.text}`")
 
+    def check(self, bad, msg: str) -> None:   # for statements read once (not operands: their messages cost)
+        if bad:
+            raise self.err(msg)
+
     def unsupported(self, msg: str) -> Unsupported:
         return Unsupported(f"{self.file}:{self.line}: {msg} in `{self.text}`")
 
@@ -336,28 +340,24 @@ def _reg_names(decl: str, ctx: _Ctx) -> list[str]:
     names = []
     for part in _split_top(decl):
         m = re.match(r"^(%?[A-Za-z_$][\w$]*)(?:<(\d+)>)?$", part)
-        if not m:
-            raise ctx.err(f"bad register declaration {part!r}")
+        ctx.check(not m, f"bad register declaration {part!r}")
         names += [f"{m.group(1)}{i}" for i in range(int(m.group(2)))] if m.group(2) else [part]
     return names
 
 
 def _var(text: str, ctx: _Ctx) -> Var:
     m = _VARDECL_RE.match(text)
-    if not m:
-        raise ctx.err("bad variable declaration")
+    ctx.check(not m, "bad variable declaration")
     space, ty, extern = m.group("space")[1:], m.group("type")[1:], bool(m.group("extern"))
     init = _init(m.group("init"), ctx) if m.group("init") else None
     if init is not None and ty not in ("b8", "u8"):   # uninitialized ones are refused where used (_resolve)
         raise Unsupported(f"{ctx.file}:{ctx.line}: .{space} variable without a byte initializer in `{ctx.text}`")
     if init is not None and space not in ("global", "const"):
         raise Unsupported(f"{ctx.file}:{ctx.line}: initialized .{space} variable in `{ctx.text}`")
-    if ty not in TYPE_SIZE:
-        raise ctx.err(f"unknown type .{ty}")
+    ctx.check(ty not in TYPE_SIZE, f"unknown type .{ty}")
     size = TYPE_SIZE[ty]
     for d in re.findall(r"\[\s*(\d*)\s*\]", m.group("dims") or ""):
-        if d == "" and not extern:
-            raise ctx.err("unsized array that is not extern")
+        ctx.check(d == "" and not extern, "unsized array that is not extern")
         size = size * int(d) if d else 0
     if init is not None and len(init) > size:
         raise ctx.err(f"{len(init)} initial bytes for {size}")
@@ -384,28 +384,23 @@ def parse(src: str, file: str = "<ptx>") -> Module:
     while i < len(stmts):
         line, kind, text, _ = stmts[i]
         ctx = _Ctx(file, line, text, {})
-        if kind != "stmt":
-            raise ctx.err(f"unexpected {text!r} outside an entry")
+        ctx.check(kind != "stmt", f"unexpected {text!r} outside an entry")
         arg = text.split(None, 1)[1].strip() if len(text.split(None, 1)) > 1 else None
         if text.startswith(".version"):
-            if not arg or not re.match(r"^\d+\.\d+$", arg):
-                raise ctx.err("bad .version")
+            ctx.check(not arg or not re.match(r"^\d+\.\d+$", arg), "bad .version")
             version = arg
         elif text.startswith(".target"):
-            if not arg:
-                raise ctx.err("bad .target")
+            ctx.check(not arg, "bad .target")
             target = arg
         elif text.startswith(".address_size"):
             address_size = _int(arg) if arg else None
-            if address_size not in (32, 64):
-                raise ctx.err("bad .address_size")
+            ctx.check(address_size not in (32, 64), "bad .address_size")
         elif re.match(r"^(\.visible\s+|\.weak\s+)?\.(entry|func)\b", text):
             if i + 1 < len(stmts) and stmts[i + 1][1] != "open" and ".func" in text.split("(")[0]:
                 i += 1                          # a .func declaration (prototype): no body
                 continue
             k, i = _entry(stmts, i, file)
-            if k.name in kernels or k.name in funcs:
-                raise ctx.err(f"duplicate entry or function {k.name}")
+            ctx.check(k.name in kernels or k.name in funcs, f"duplicate entry or function {k.name}")
             (funcs if ".func" in text.split("(")[0] else kernels)[k.name] = k
             continue
         elif re.match(r"^(\.extern\s+|\.visible\s+)*\.(shared|global|const|local)\b", text):
@@ -432,14 +427,12 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
     ctx = _Ctx(file, line, text, {})
     m = re.match(rf"^(?:\.visible\s+|\.weak\s+)?\.(?:entry|func\s*(?:\((?P<ret>[^()]*)\))?)\s*({_NAME})\s*"
                  r"(?:\((.*)\))?\s*$", text, re.S)
-    if not m:
-        raise ctx.err("bad .entry or .func header")
+    ctx.check(not m, "bad .entry or .func header")
     name, params, directives, rets = m.group(2), [], {}, []
     for group, out in ((m.group(3), params), (m.group("ret"), rets)):
         for p in _split_top(group or ""):
             pm = _PARAM_RE.match(" ".join(p.split()))
-            if not pm:
-                raise ctx.err(f"bad parameter {p!r}")
+            ctx.check(not pm, f"bad parameter {p!r}")
             out.append(Param(pm.group(2), pm.group(1)[1:], line))
     i += 1
     while i < len(stmts) and stmts[i][1] == "stmt" and stmts[i][3] == 0:
@@ -449,8 +442,7 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
             raise _Ctx(file, stmts[i][0], t, {}).err("expected '{' or a performance directive after .entry")
         directives[dm.group(1)] = dm.group(2)
         i += 1
-    if i >= len(stmts) or stmts[i][1] != "open":
-        raise ctx.err(f"entry {name} has no body")
+    ctx.check(i >= len(stmts) or stmts[i][1] != "open", f"entry {name} has no body")
     regs, kvars, instrs, labels, scopes, n_scopes = {}, {}, [], {}, [{}], 0   # scopes: each brace's renaming
     while scopes:
         i += 1
@@ -464,13 +456,11 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
         elif kind == "close":
             scopes.pop()
         elif kind == "label":
-            if t in labels:
-                raise sctx.err(f"duplicate label {t}")
+            sctx.check(t in labels, f"duplicate label {t}")
             labels[t] = len(instrs)
         elif t.startswith(".reg"):
             rm = _REGDECL_RE.match(" ".join(t.split()))
-            if not rm:
-                raise sctx.err("bad .reg declaration")
+            sctx.check(not rm, "bad .reg declaration")
             for r in _reg_names(rm.group(2), sctx):
                 if len(scopes) > 1:   # a bare name (`p`, as CUTLASS's inline asm writes) becomes a %-register
                     scopes[-1][r] = f"{r}@{scopes[-1]['__id__']}" if r[0] == "%" else f"%{r}@{scopes[-1]['__id__']}.bare"
@@ -478,8 +468,7 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
                 regs[r] = rm.group(1)
         elif re.match(r"^(\.extern\s+)?\.(shared|local|global|const)\b", t):
             v = _var(t, sctx)
-            if v.name in kvars:
-                raise sctx.err(f"duplicate variable {v.name}")
+            sctx.check(v.name in kvars, f"duplicate variable {v.name}")
             kvars[v.name] = v
         elif re.match(r"^\.(pragma|loc|file)\b", t):
             _directive(t, sctx)

@@ -120,6 +120,17 @@ REMAINDERS = SPREAD + (  # divisors 4 tid - 130 (never 0 or -1), 7 and -7; u64 p
     + visible(list(range(12, 20)))
 
 PROGRAMS = {  # name -> (body, threads, runs in lockstep)
+    # every thread loads x[5] and h[3] (one address: the checker's lockstep holds one Var), moves and converts them,
+    # takes them into a dot product and a sum, stores one to shared memory; then the same past x's end, misaligned
+    "one element for every thread": (
+        "\tld.global.f32 %f8, [%rd3+20];\n\tld.global.nc.u16 %rs4, [%rd24+6];\n\tcvt.f32.f16 %f9, %rs4;\n"
+        "\tmov.f32 %f10, %f9;\n\tmov.f32 %f5, 0f00000000;\n\tfma.rn.f32 %f5, %f8, %f1, %f5;\n"
+        "\tfma.rn.f32 %f5, %f10, %f8, %f5;\n\tadd.f32 %f6, %f8, %f2;\n\tst.shared.f32 [%r4], %f10;\n\tbar.sync 0;\n"
+        + OTHER.format(1) + "\tld.shared.f32 %f7, [%r7];\n\tadd.f32 %f6, %f6, %f7;\n" + Y.format(5) + Z.format(6),
+        64, False),
+    "one element for every thread, past the end": ("\tld.global.f32 %f8, [%rd3+512];\n" + Y.format(8), 64, False),
+    "one element for every thread, misaligned": ("\tld.global.f32 %f8, [%rd3+2];\n" + Y.format(8), 64, False),
+    "one element for every thread, before the start": ("\tld.global.f32 %f8, [%rd3+-4];\n" + Y.format(8), 64, False),
     # a dot product copied, then both copies extended: each copy keeps its own terms
     "dot copied then extended twice": (
         "\tmov.f32 %f3, 0f00000000;\n\tfma.rn.f32 %f3, %f1, %f1, %f3;\n\tmov.f32 %f4, %f3;\n"
@@ -333,7 +344,7 @@ CHECKER_LOCKSTEP = {"64-bit integers past 2^63", "divergent trip counts", "dot c
                     "paths rejoining", "paths rejoining, barrier, read across", "paths rejoining, a guarded write",
                     "paths rejoining, a register of one path read on it",
                     "paths rejoining, dot products on two bases",
-                    "dot on a per-thread base", "early exit, no barrier",
+                    "dot on a per-thread base", "early exit, no barrier", "one element for every thread",
                     "f16 loads into a dot product", "float arithmetic off the dot path", "mixed provenance",
                     "remainders at the edges", "reread an output", "saturated, immediate, quotient",
                     "tile loop, ordered",
