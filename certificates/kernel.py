@@ -56,7 +56,7 @@ FLOAT_OPS = {  # over the operands' values f
     "rcp": lambda f: ONE / f[0], "neg": lambda f: -f[0], "rsqrt": lambda f: ONE / apply("sqrt", f[0]),
     "abs": lambda f: apply("max", f[0], -f[0]) if f[0].constant() is None else Rat.of(abs(f[0].constant())),
     "max": lambda f: apply("max", *f), "min": lambda f: -apply("max", *[-x for x in f]),
-    "lg2": lambda f: apply("log", f[0]) / LN2, "sqrt": lambda f: apply("sqrt", f[0]),
+    "lg2": lambda f: apply("log", f[0]) * INV_LN2, "sqrt": lambda f: apply("sqrt", f[0]),
     # ex2 of n / LN2 (``__expf``): exp(n), the normal form's own
     "ex2": lambda f: apply("exp", Rat(f[0].n) if f[0].d.t == LN2.n.t else f[0] * LN2)}
 PRED_OPS = {"and": lambda v: v[0] and v[1], "or": lambda v: v[0] or v[1], "xor": lambda v: v[0] != v[1],
@@ -1332,6 +1332,21 @@ class Printer:
         z = (z ^ z >> np.uint64(27)) * np.uint64(0x94D049BB133111EB)
         total = (w.astype(np.uint64) * (z ^ z >> np.uint64(31))).sum(dtype=np.uint64)
         return hashlib.sha256(b"pairs" + int(total).to_bytes(8, "little")).hexdigest()
+
+
+def positive(x: Rat, strict: bool) -> bool:
+    """``x >= 0`` (``> 0`` if ``strict``) by form: terms of positive coefficients, even powers or of ``LN2``."""
+    return all(all(c > 0 and all(k % 2 == 0 or v == str(LN2) for v, k in m) for (m, _), c in p.t.items()) and (
+        not s or any(all(v == str(LN2) for v, _ in m) for m, _ in p.t)) for p, s in ((x.n, strict), (x.d, True)))
+
+
+def undefined(ref: list, opt: list) -> tuple:
+    """The optimized kernel's first side condition (``poly.side_conditions``: kind, value) not shown where the reference's
+    hold (neither ``positive`` nor the reference's, of one normal form, its kind or ``>0``), or None; and how many of
+    the reference's are assumed (not ``positive``: the claim is where the reference is defined)."""
+    own = {(k, str(x)) for k, x in {(k, id(x)): (k, x) for k, x in ref}.values() if not positive(x, k != ">=0")}
+    return next(((k, x) for k, x in {(k, id(x)): (k, x) for k, x in opt}.values() if not positive(x, k != ">=0")
+                 and not {(k, str(x)), (">0", str(x))} & own), None), len(own)
 
 
 def least(x) -> tuple | None:

@@ -5,8 +5,9 @@ import math
 
 from .errors import Malformed, Rejected, fail_if
 from .kernel import (Printer, Rat, Replay, Word, bind, check_dims, check_params, coverage, ctas, dot_equal, no_gc,
-                     least, scope, shared_bytes, shift, word_equal)
+                     least, scope, shared_bytes, shift, undefined, word_equal)
 from .limits import Limits
+from .poly import side_conditions
 from .lockstep import lockstep
 from .ptx import Kernel, parse
 
@@ -16,6 +17,7 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
     """Replay one CTA along its evidence (schedule, witness, printed outputs): its outputs, the replay (``gmem``:
     output bytes written, ``shadow``: bytes accessed) and the certified digests (checked by ``replay_kernel``).
     In lockstep until it declines a CTA of the kernel (``lock``: the sides it declined)."""
+    sw = f"{sw}: CTA {list(cta)}"
     fail_if(not isinstance(ev, dict) or not all(isinstance(ev.get(k), t) for k, t in (("schedule", list), (
         "witness", list), ("outputs", dict))), Malformed, sw, "evidence needs schedule, witness and outputs")
     got = None if side in lock else lockstep(r := Replay(k, grid, block, params, cta, limits, side, dyn), ev["schedule"])
@@ -52,7 +54,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     cta = tuple(claim.get("cta")) if isinstance(claim.get("cta"), list) else None
     if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
         raise Malformed(where, 'cta: needs three non-negative integers or "all"')
-    outs, notes, printer, grids, digests, lock = {}, [], Printer(), [], {}, set()
+    outs, notes, printer, grids, digests, lock, conds = {}, [], Printer(), [], {}, set(), {}
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)
@@ -71,19 +73,21 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         if not isinstance(evs, list) or len(evs) != len(todo):
             raise Malformed(sw, f"evidence needs one entry per CTA ({len(todo)})")
         outs[side], wrote, seen, events, classes, digests[side] = {}, {}, {}, 0, 0, {}
-        for c, e in zip(todo, evs):
-            got, r, d = replay_cta(k, grid, block, mine, c, e, side, f"{sw}: CTA {list(c)}", printer, limits, dyn, lock)
-            digests[side].update(d)
-            written, touched = set(r.gmem), set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
-            events, classes = events + len(e["schedule"]), classes + len(r.witness)
-            clash = next((a for a in written if seen.get(a, c) != c), None) or \
-                next((a for a in touched if wrote.get(a, c) != c), None)
-            if clash is not None:
-                raise Rejected(f"{side}: CTAs {list(c)} and {list(seen.get(clash) or wrote[clash])} both access "
-                               f"output byte {clash:#x}, one writing it")
-            wrote.update(dict.fromkeys(written, c))
-            seen.update(dict.fromkeys(touched, c))
-            outs[side].update(got)
+        with side_conditions() as conds[side]:   # of its partial operations, for ``undefined``
+            for c, e in zip(todo, evs):
+                got, r, d = replay_cta(k, grid, block, mine, c, e, side, sw, printer, limits, dyn, lock)
+                digests[side].update(d)
+                written = set(r.gmem)
+                touched = set(r.shadow["global"]) | {w + i for w in r.words["global"] for i in range(4)}
+                events, classes = events + len(e["schedule"]), classes + len(r.witness)
+                clash = next((a for a in written if seen.get(a, c) != c), None) or \
+                    next((a for a in touched if wrote.get(a, c) != c), None)
+                if clash is not None:
+                    raise Rejected(f"{side}: CTAs {list(c)} and {list(seen.get(clash) or wrote[clash])} both access "
+                                   f"output byte {clash:#x}, one writing it")
+                wrote.update(dict.fromkeys(written, c))
+                seen.update(dict.fromkeys(touched, c))
+                outs[side].update(got)
         if r.tables:
             notes.append(f"{k.name}: module variables {', '.join(r.tables)} at their PTX initial values "
                          "(no host writes)")
@@ -116,10 +120,15 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
                     raise Rejected(f"{where}: {side}: {key}: the certified normal form is not the replay's")
         methods[method] = methods.get(method, 0) + 1
     how = ", ".join(f"{n} by {m}" for m, n in sorted(methods.items()))
+    bad, assumed = undefined(conds["reference"], conds["optimized"])
+    if bad:
+        raise Rejected(f"the optimized kernel's condition {str(bad[1])[:80]} {bad[0][:-1]} 0 is not shown wherever the "
+                       "reference is defined (positive by its form, or a condition of the reference's own)")
     covers = coverage(ref)
     fail_if(claim.get("covers") != covers, Rejected, f"the claim covers {claim.get('covers')}; written: {covers}")
     total = sum(math.prod(p["shape"]) for p in params if p["role"] == "output")
     runs = [f"{k}[{a}]" if a == b else f"{k}[{a}..{b}]" for k, v in covers.items() for a, b in v]
     shown = ", ".join(runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")
     return "; ".join(notes) + f"; {scope('all' if every else cta, grids[0])}: {len(ref)} of {total} output " \
-        f"elements equal over the reals ({shown}; {how})"
+        f"elements equal over the reals ({shown}; {how})" + (f", wherever the reference is defined ({assumed} of its "
+                                                             "partial operations assumed defined)" if assumed else "")

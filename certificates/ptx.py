@@ -284,9 +284,9 @@ class _Ctx:
     def err(self, msg: str) -> Malformed:
         return Malformed(f"{self.file}:{self.line}", f"{msg} in `{self.text}`")
 
-    def check(self, bad, msg: str) -> None:   # for statements read once (not operands: their messages cost)
-        if bad:
-            raise self.err(msg)
+    def check(self, bad, msg: str, refuse: bool = False) -> None:
+        if bad:   # Malformed, or (refuse) Unsupported
+            raise (self.unsupported if refuse else self.err)(msg)
 
     def unsupported(self, msg: str) -> Unsupported:
         return Unsupported(f"{self.file}:{self.line}: {msg} in `{self.text}`")
@@ -294,42 +294,34 @@ class _Ctx:
 
 def _operand(tok: str, ctx: _Ctx):
     tok = tok.strip()
-    if not tok:
-        raise ctx.err("empty operand")
+    ctx.check(not tok, "empty operand")
     if tok[0] == "{":
         items = _split_top(tok[1:-1]) if tok.endswith("}") else []
-        if not items or not all(items):
-            raise ctx.err(f"bad vector operand {tok!r}")
+        ctx.check(not items or not all(items), f"bad vector operand {tok!r}")
         return Vec(tuple(_operand(i, ctx) for i in items))
     if tok[0] == "[":
         m = re.match(r"^(.*?)(?:\+(-?(?:0[xX][0-9a-fA-F]+|\d+)))?$", tok[1:-1].replace(" ", ""))
-        if not tok.endswith("]") or not m.group(1):
-            raise ctx.err(f"bad memory operand {tok!r}")
+        ctx.check(not tok.endswith("]") or not m.group(1), f"bad memory operand {tok!r}")
         base = _operand(m.group(1), ctx)
-        if not isinstance(base, (Reg, Sym, Imm)):
-            raise ctx.err(f"bad address {m.group(1)!r}")
+        ctx.check(not isinstance(base, (Reg, Sym, Imm)), f"bad address {m.group(1)!r}")
         return Mem(base, _int(m.group(2)) if m.group(2) else 0)
     if "|" in tok:
         a, b = (_operand(x, ctx) for x in tok.split("|", 1))
-        if not (isinstance(a, Reg) and isinstance(b, Reg)):
-            raise ctx.err(f"bad register pair {tok!r}")
+        ctx.check(not (isinstance(a, Reg) and isinstance(b, Reg)), f"bad register pair {tok!r}")
         return Pair(a, b)
     if tok[0] == "%":
-        if not re.match(r"^%[\w$.]+$", tok):
-            raise ctx.err(f"bad register {tok!r}")
+        ctx.check(not re.match(r"^%[\w$.]+$", tok), f"bad register {tok!r}")
         return Reg(ctx.scope.get(tok, tok))
     m = re.match(r"^0([fFdD])([0-9a-fA-F]+)$", tok)
     if m:
         width = 32 if m.group(1) in "fF" else 64
-        if len(m.group(2)) != width // 4:
-            raise ctx.err(f"bad float literal {tok!r}")
+        ctx.check(len(m.group(2)) != width // 4, f"bad float literal {tok!r}")
         return FImm(int(m.group(2), 16), width)
     if _int(tok) is not None:
         return Imm(_int(tok))
     if tok == "WARP_SZ":                   # the predefined constant warp size (PTX ISA 4.4)
         return Imm(32)
-    if re.match(r"^[+-]?\d+\.\d*([eE][+-]?\d+)?$", tok):
-        raise ctx.err(f"decimal float literal {tok!r} (nvcc writes 0f/0d hex)")
+    ctx.check(re.match(r"^[+-]?\d+\.\d*([eE][+-]?\d+)?$", tok), f"decimal float literal {tok!r} (nvcc writes 0f/0d hex)")
     if re.match(rf"^{_NAME}$", tok):
         name = ctx.scope.get(tok, tok)
         return Reg(name) if name[0] == "%" else Sym(name)
@@ -352,8 +344,7 @@ def _var(text: str, ctx: _Ctx) -> Var:
     init = _init(m.group("init"), ctx) if m.group("init") else None
     if init is not None and ty not in ("b8", "u8"):   # uninitialized ones are refused where used (_resolve)
         raise Unsupported(f"{ctx.file}:{ctx.line}: .{space} variable without a byte initializer in `{ctx.text}`")
-    if init is not None and space not in ("global", "const"):
-        raise Unsupported(f"{ctx.file}:{ctx.line}: initialized .{space} variable in `{ctx.text}`")
+    ctx.check(init is not None and space not in ("global", "const"), f"initialized .{space} variable", True)
     ctx.check(ty not in TYPE_SIZE, f"unknown type .{ty}")
     size = TYPE_SIZE[ty]
     for d in re.findall(r"\[\s*(\d*)\s*\]", m.group("dims") or ""):
@@ -370,8 +361,7 @@ def _init(text: str, ctx: _Ctx) -> bytes:
     """A byte array's initializer ``= {0, 0, 128, 63}``."""
     m = re.fullmatch(r"=\s*\{([^{}]*)\}\s*", text)
     vals = [_int(t.strip()) for t in m.group(1).split(",")] if m else [None]
-    if any(v is None or not 0 <= v < 256 for v in vals):
-        raise Unsupported(f"{ctx.file}:{ctx.line}: initializer that is not a list of bytes in `{ctx.text}`")
+    ctx.check(any(v is None or not 0 <= v < 256 for v in vals), "initializer that is not a list of bytes", True)
     return bytes(vals)
 
 
@@ -495,14 +485,11 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     opcode, rest = (body.split(None, 1) + [""])[:2]
     if opcode.startswith(("ld.", "ldu.")):   # .L2::<n>B: a hint to prefetch n bytes into L2 (PTX ISA, ld)
         opcode = re.sub(r"\.L2::(64|128|256)B(?=\.)", "", opcode)
-    if "::" in opcode:
-        raise ctx.unsupported(f"unsupported PTX instruction `{opcode}`")
-    if not re.match(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$", opcode):
-        raise ctx.err(f"bad opcode {opcode!r}")
+    ctx.check("::" in opcode, f"unsupported PTX instruction `{opcode}`", True)
+    ctx.check(not re.match(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$", opcode), f"bad opcode {opcode!r}")
     if opcode in ("call", "call.uni"):     # call{.uni} (rets), f, (args): inlined by _inline
         cm = re.fullmatch(rf"\s*(?:\(([^()]*)\)\s*,)?\s*({_NAME})\s*(?:,\s*\(([^()]*)\))?\s*", rest)
-        if not cm:
-            raise ctx.unsupported(f"call that is not direct (`{' '.join(rest.split())}`)")
+        ctx.check(not cm, f"call that is not direct (`{' '.join(rest.split())}`)", True)
         rets, args = ([_operand(t, ctx) for t in _split_top(g or "")] for g in (cm.group(1), cm.group(3)))
         return Instr(opcode, [Vec(tuple(rets)), Sym(cm.group(2)), Vec(tuple(args))], guard, ctx.line, ctx.text, index)
     base = opcode.split(".")[0]

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from certificates.errors import CheckError, Unsupported
-from certificates.kernel import (BARRIERS, FLOAT_OPS, INTS, IROUND, LN2, RATS, Inf, Ptr, Word, clamp, float_of_bits,
+from certificates.kernel import (BARRIERS, FLOAT_OPS, INTS, INV_LN2, IROUND, RATS, Inf, Ptr, Word, clamp, float_of_bits,
                                  float_to_int, fma, inf_arith, mul24, no_gc, null_test, ring, typed, var)
 from certificates.poly import Rat, apply
 
@@ -1174,7 +1174,7 @@ class CTA:
         elif op == "min":
             r = -apply("max", *[-x for x in f])
         elif op == "lg2":
-            r = apply("log", f[0]) / LN2
+            r = apply("log", f[0]) * INV_LN2   # as / LN2, without a divisor's condition (``kernel.undefined``)
         elif op == "sqrt":
             r = apply("sqrt", f[0])
         elif op == "rsqrt":
