@@ -1341,9 +1341,9 @@ def positive(x: Rat, strict: bool) -> bool:
 
 
 def undefined(ref: list, opt: list) -> tuple:
-    """The optimized kernel's first side condition (``poly.side_conditions``: kind, value) not shown where the reference's
-    hold (neither ``positive`` nor the reference's, of one normal form, its kind or ``>0``), or None; and how many of
-    the reference's are assumed (not ``positive``: the claim is where the reference is defined)."""
+    """The optimized kernel's first side condition (``poly.side_conditions``: kind, value) neither ``positive`` nor the
+    reference's (one normal form; its kind, or ``>0``), or None; and how many of the reference's are not ``positive``
+    (assumed: the claim holds where the reference is defined)."""
     own = {(k, str(x)) for k, x in {(k, id(x)): (k, x) for k, x in ref}.values() if not positive(x, k != ">=0")}
     return next(((k, x) for k, x in {(k, id(x)): (k, x) for k, x in opt}.values() if not positive(x, k != ">=0")
                  and not {(k, str(x)), (">0", str(x))} & own), None), len(own)

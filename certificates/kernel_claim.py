@@ -7,8 +7,8 @@ from .errors import Malformed, Rejected, fail_if
 from .kernel import (Printer, Rat, Replay, Word, bind, check_dims, check_params, coverage, ctas, dot_equal, no_gc,
                      least, scope, shared_bytes, shift, undefined, word_equal)
 from .limits import Limits
-from .poly import side_conditions
 from .lockstep import lockstep
+from .poly import side_conditions
 from .ptx import Kernel, parse
 
 

@@ -339,9 +339,9 @@ class Lockstep:
         g[2][o[0].name] = [FLOAT_OPS[ins.op](f) for f in zip(*cols)]
         return True
 
-    def address(self, g: list, ins, space: str, w: int = 4):
+    def address(self, g: list, ins, space: str, w: int = 4, one: bool = False):
         """A ``w``-byte (vector) access in ``space``: the addresses (aligned, each element in bounds of one allocation
-        of ``space``; an int where every thread's is one), the allocation and the registers; or None."""
+        of ``space``; with ``one``, an int where every thread's is one), the allocation and the registers; or None."""
         p, o = ins.parts, ins.operands
         m, regs = (o[1], o[0]) if ins.op == "ld" else (o[0], o[1])
         items = getattr(regs, "items", [regs])
@@ -349,7 +349,7 @@ class Lockstep:
         if not (set(p[2:-1]) <= {"nc", "v2", "v4"} and p[-1] in WORDS.get(w, ()) and len(items) == (
                 4 if "v4" in p else 2 if "v2" in p else 1) and (type(v) is Ptr or type(v) is tuple and v[0] == "p")):
             return None
-        a, al, sp = (int(v), v.alloc, v.space) if type(v) is Ptr else v[1:]
+        a, al, sp = (int(v) if one else np.full(len(g[1]), int(v)), v.alloc, v.space) if type(v) is Ptr else v[1:]
         a = a + m.offset
         lo, hi, odd = (a, a, a & w - 1) if type(a) is int else (a.min(), a.max(), (a & w - 1).any())
         if al[3] != space or sp != space and {sp, space} != {"generic", "global"} or odd or lo < al[1] or \
@@ -360,7 +360,7 @@ class Lockstep:
     def load(self, g: list, ins) -> bool:
         """``ld.global`` of f32 or f16 input elements: their ``Var``s (one per address), as ``Replay.load``."""
         r, w = self.r, bits(ins.parts[-1]) >> 3
-        got = self.address(g, ins, "global", w)
+        got = self.address(g, ins, "global", w, True)
         t = got and next((t for t in r.tensors if t[0] == got[1][0]), ())
         if not got or t[1:3] != ("input", w) or t[0] in r.ints or t[3] >> 24:
             return False
@@ -382,7 +382,7 @@ class Lockstep:
         if not got:
             raise Fall
         for i, d in enumerate(got[2]):
-            w = (np.full(len(T), got[0]) - SHARED_BASE >> 2) + i
+            w = (got[0] - SHARED_BASE >> 2) + i
             lw = self.wt[w]
             hit = (lw >= 0) & (lw != T)
             self.note("WAW" if ins.op == "st" else "RAW", self.wx[w][hit], lw[hit], pc)
