@@ -77,8 +77,8 @@ LIMIT = 3000   # the project's rule for each claim kind's trusted base
 TOTAL = 6280   # the whole directory (measured 6,279: plus 22 for partial operations defined where the reference's
 #                are (kernel.positive, kernel.undefined), 5 for one input element for every thread in the checker's
 #                lockstep, 6 for the parser's modifiers (ptx.MODS), a guarded bra.uni and an .nc load of an output,
-#                less 33 one-time checks written with fail_if and _Ctx.check; 6,279: plus 11 for the review of issue 17's lockstep: take, at, flat and
-#                names written as statements, not nested conditional expressions, generic reading its operands by
+#                less 33 one-time checks written with fail_if and _Ctx.check; 6,279: plus 11 for the review of
+#                issue 17's lockstep: take, at, flat and names written as statements, not nested conditional expressions, generic reading its operands by
 #                names; 6,268: plus 4 for dot_equal without sorting dot products of equal
 #                bases and the same terms in the same order; 6,264: 6,279 plus 31 for issue 17's register liveness
 #                in the lockstep (lockstep.liveness, kept, registers unset on one path) and exponents digested by

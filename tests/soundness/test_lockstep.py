@@ -121,7 +121,8 @@ REMAINDERS = SPREAD + (  # divisors 4 tid - 130 (never 0 or -1), 7 and -7; u64 p
 
 PROGRAMS = {  # name -> (body, threads, runs in lockstep)
     # every thread loads x[5] and h[3] (one address: the checker's lockstep holds one Var), moves and converts them,
-    # takes them into a dot product and a sum, stores one to shared memory; then the same past x's end, misaligned
+    # takes them into a dot product and a sum, stores one to shared memory; then one past x's end, misaligned, before
+    # its start
     "one element for every thread": (
         "\tld.global.f32 %f8, [%rd3+20];\n\tld.global.nc.u16 %rs4, [%rd24+6];\n\tcvt.f32.f16 %f9, %rs4;\n"
         "\tmov.f32 %f10, %f9;\n\tmov.f32 %f5, 0f00000000;\n\tfma.rn.f32 %f5, %f8, %f1, %f5;\n"
