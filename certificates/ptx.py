@@ -486,7 +486,7 @@ def _instr(text: str, ctx: _Ctx, index: int) -> Instr:
     if opcode.startswith(("ld.", "ldu.")):   # .L2::<n>B: a hint to prefetch n bytes into L2 (PTX ISA, ld)
         opcode = re.sub(r"\.L2::(64|128|256)B(?=\.)", "", opcode)
     ctx.check("::" in opcode, f"unsupported PTX instruction `{opcode}`", True)
-    ctx.check(not re.match(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$", opcode), f"bad opcode {opcode!r}")
+    ctx.check(not re.match(r"^[a-z][a-z0-9_]*(\.([a-z0-9_]+|NaN))*$", opcode), f"bad opcode {opcode!r}")   # min.NaN
     if opcode in ("call", "call.uni"):     # call{.uni} (rets), f, (args): inlined by _inline
         cm = re.fullmatch(rf"\s*(?:\(([^()]*)\)\s*,)?\s*({_NAME})\s*(?:,\s*\(([^()]*)\))?\s*", rest)
         ctx.check(not cm, f"call that is not direct (`{' '.join(rest.split())}`)", True)

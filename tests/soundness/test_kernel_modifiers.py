@@ -64,6 +64,12 @@ def test_a_non_coherent_load_of_an_output_is_refused(tmp_path):
     assert ok, detail   # of an input: read-only
 
 
+def test_nan_propagation_is_refused_as_unsupported():
+    """``max.NaN.f32`` is PTX (the one upper-case modifier), not a malformed opcode: refused by name."""
+    with pytest.raises(Unsupported, match=r"max.NaN.f32` \(modifier .NaN\)"):
+        parse(kernel("\tmax.NaN.f32 %f3, %f1, %f2;\n" + STORE))
+
+
 # modifiers with a meaning here: rounding and flush-to-zero (ignored over the reals), approx/full division, .cc
 # (its carry is never read), the comparison of setp
 CONTROLS = {
