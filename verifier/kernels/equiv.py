@@ -86,8 +86,8 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
     merged = {side: {k: v for r in results[side] for k, v in r.outputs.items()} for side in results}
     report = compare(merged["reference"], merged["optimized"], seconds)
     report.results = results
-    bad, assumed = undefined(conds["reference"], conds["optimized"])
-    if report.verdict == "equivalent" and bad:   # equal normal forms, but not shown defined where the reference is
+    bad, assumed = undefined(conds["reference"], conds["optimized"]) if report.verdict == "equivalent" else (None, 0)
+    if bad:   # equal normal forms, but not shown defined where the reference is
         report.verdict, report.message = "unknown", f"not certifiable: the optimized kernel's condition " \
             f"{str(bad[1])[:80]} {bad[0][:-1]} 0 is not shown wherever the reference is defined (positive by its " \
             "form, or a condition of the reference's own)"
@@ -98,7 +98,7 @@ def check_pair(entry: dict, base: Path = CORPUS) -> Report:
         report.message = f"{where}: {report.elements} of {total} output elements " + \
             ("equal over the reals" if report.verdict == "equivalent" else f"checked; {report.message}") + \
             (f", wherever the reference is defined ({assumed} of its partial operations assumed defined)"
-             if assumed and report.verdict == "equivalent" else "")
+             if assumed else "")
     return report
 
 
