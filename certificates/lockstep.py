@@ -27,6 +27,7 @@ ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # w
 CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
 EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
 UNSET = object()  # a register a thread has not written (a joined group's other threads have)
+IX: dict[tuple, np.ndarray] = {}   # (input tensor, size) -> its elements' indices in ``NAMES`` (-1: none yet), as VARS
 WORDS = {4: ("f32", "b32", "u32", "s32"), 2: ("f16", "b16", "u16", "s16")}   # loaded and stored by ``address``
 
 
@@ -98,20 +99,18 @@ class Lockstep:
                 ins.operands[:1]) and len(ins.operands) < 2 for ins in r.k.instrs):
             raise Fall   # 8 threads or more (fewer: per thread is faster), register arithmetic, 2- and 4-byte
             #              accesses in a named space, full barriers
-        self.r, self.obj, self.ix, self.E, self.steps, self.B = r, {}, {}, 0, 0, np.zeros((1, r.n), np.int64)
+        self.r, self.obj, self.E, self.steps = r, {}, 0, 0
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
         self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
         self.used, self.bit = vars(r.k).get("live") or vars(r.k).setdefault("live", liveness(r.k))   # per kernel
 
     def run(self, schedule: list) -> dict:
-        r = self.r
+        r = self.r   # B[e, t]: the barrier ending thread t's epoch e
+        self.B = np.zeros((1 + sum(type(ev) is list and ev[:1] == ["bar"] for ev in schedule), r.n), np.int64)
         for ev in schedule:
             if type(ev) is list and len(ev) == 4 and ev[0] == "bar":
                 r.bar(ev[1], ev[2], ev[3], "")
-                if any(t.state != "run" for t in r.th):   # full-CTA barriers only
-                    raise Fall
-                if self.E == len(self.B):   # B[e, t]: the barrier ending thread t's epoch e
-                    self.B = np.concatenate([self.B, self.B])
+                fail_if(any(t.state != "run" for t in r.th), Fall)   # full-CTA barriers only
                 self.B[self.E], self.E = [t.pc - 1 for t in r.th], self.E + 1
                 for g in self.live:
                     g[0] += 1
@@ -127,8 +126,7 @@ class Lockstep:
                 same = [j] if len(same) > 1 and (j := self.join(same)) else same
                 todo[:] = [g for g in todo if g[0] != pc] + same[1:]
                 self.go(same[0], todo, len(same) == 1)
-        if any(t.state != "exit" for t in r.th):
-            raise Fall
+        fail_if(any(t.state != "exit" for t in r.th), Fall)
         return {f"{r.tensor(a)[0]}[{r.tensor(a)[1]}]": v for a, v in r.gmem.items()}
 
     def split(self, g: list, m: np.ndarray) -> list:
@@ -295,8 +293,7 @@ class Lockstep:
                 n, 63)) or op == "rem" and not np.all(np.abs(vals[1]) > 1):
             return False   # an unsigned order of 64-bit patterns; a shift past the width; a divisor 0 or -1
         res = np.asarray(COMPARE[p[1]](*vals) if op == "setp" else nwrap(np.asarray(OPS[op](*vals)), dt))
-        if prov and op in ("mov", "cvt") and not np.array_equal(res, vals[0]):
-            raise Fall
+        fail_if(prov and op in ("mov", "cvt") and not np.array_equal(res, vals[0]), Fall)
         regs[o[0].name] = col(res, prov)
         return True
 
@@ -364,23 +361,24 @@ class Lockstep:
         t = got and next((t for t in r.tensors if t[0] == got[1][0]), ())
         if not got or t[1:3] != ("input", w) or t[0] in r.ints or t[3] >> 24:
             return False
-        ix = self.ix[t[0]] if t[0] in self.ix else self.ix.setdefault(t[0], np.full(t[3], -1))
+        ix = IX[t[0], t[3]] if (t[0], t[3]) in IX else IX.setdefault((t[0], t[3]), np.full(t[3], -1))
         for i, d in enumerate(got[2]):
             e = (got[0] + w * i - t[4]) // w
             if type(e) is int:   # one element for every thread: its Var
                 ix[e] = ix[e] if ix[e] >= 0 else index(((f"{t[0]}[{e}]", 1),))
                 g[2][d.name] = self.atom(int(ix[e]))
                 continue
-            for x in distinct(e[ix[e] < 0]) if (ix[e] < 0).any() else ():
-                ix[x] = index(((f"{t[0]}[{x}]", 1),))   # its ``Var``: made when read as an object (``atom``)
-            g[2][d.name] = "a", ix[e]
+            if (k := ix[e]).min() < 0:   # their ``Var``s: made when read as objects (``atom``)
+                new = distinct(e[k < 0])
+                ix[new] = [index(((f"{t[0]}[{x}]", 1),)) for x in new]
+                k = ix[e]
+            g[2][d.name] = "a", k
         return True
 
     def shared(self, g: list, ins) -> None:
         """``ld/st.shared`` of whole words (a vector word by word), raced by epochs; else ``Fall``."""
         E, pc, T, got = self.E, ins.index, g[1], ins.parts[1] == "shared" and self.address(g, ins, "shared")
-        if not got:
-            raise Fall
+        fail_if(not got, Fall)
         for i, d in enumerate(got[2]):
             w = (got[0] - SHARED_BASE >> 2) + i
             lw = self.wt[w]
@@ -388,8 +386,7 @@ class Lockstep:
             self.note("WAW" if ins.op == "st" else "RAW", self.wx[w][hit], lw[hit], pc)
             if ins.op == "ld":
                 self.rd[w, T], v = E << 24 | pc, self.sm[w]
-                if (v == -1).any():
-                    raise Fall
+                fail_if((v == -1).any(), Fall)
                 g[2][d.name] = ("a", v) if (v >= 0).all() else [self.so[x] if y == -2 else self.atom(y)
                                                                  for x, y in zip(w.tolist(), v.tolist())]
                 continue
@@ -400,16 +397,14 @@ class Lockstep:
             fail_if(len(distinct(w)) < len(w), Fall)
             if not (type(v) is tuple and v[0] == "a" or type(v) is Var):
                 vs = [self.at(v, j) for j in range(len(T))]
-                if not all(type(x) in (Rat, Dot, Var) for x in vs):
-                    raise Fall
+                fail_if(not all(type(x) in (Rat, Dot, Var) for x in vs), Fall)
                 v = self.so.update(zip(w.tolist(), vs)) or ("a", -2)
             self.sm[w], self.wt[w], self.wx[w], self.rd[w] = v[1] if type(v) is tuple else self.obj.setdefault(
                 v.ix, v).ix, T, E << 24 | pc, -1
 
     def note(self, kind: str, keys: np.ndarray, ts: np.ndarray, pc: int) -> None:
         """Conflicts with threads ``ts``' accesses ``epoch << 24 | pc``: in this epoch a race (``Fall``)."""
-        if len(keys) and (keys >> 24 == self.E).any():
-            raise Fall
+        fail_if(len(keys) and (keys >> 24 == self.E).any(), Fall)
         for k in distinct((keys & 0xFFFFFF) << 24 | self.B[keys >> 24, ts]) if len(keys) else ():
             self.r.witness.add(("shared", kind, k >> 24, pc, k & 0xFFFFFF))
 

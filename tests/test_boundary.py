@@ -74,42 +74,7 @@ LIMIT = 3000   # the project's rule for each claim kind's trusted base
 # the others; refinement claims trust those and ops_aten, training-refinement claims those and ops_train with the
 # approximations (docs/architecture.md). Until 2026-11-29 the staged and template kinds were over
 # (3,216 and 3,217), recorded as ceilings.
-TOTAL = 6280   # the whole directory (measured 6,279: plus 22 for partial operations defined where the reference's
-#                are (kernel.positive, kernel.undefined), 5 for one input element for every thread in the checker's
-#                lockstep, 6 for the parser's modifiers (ptx.MODS), a guarded bra.uni and an .nc load of an output,
-#                less 33 one-time checks written with fail_if and _Ctx.check; 6,279: plus 11 for the review of
-#                issue 17's lockstep: take, at, flat and names written as statements, not nested conditional expressions, generic reading its operands by
-#                names; 6,268: plus 4 for dot_equal without sorting dot products of equal
-#                bases and the same terms in the same order; 6,264: 6,279 plus 31 for issue 17's register liveness
-#                in the lockstep (lockstep.liveness, kept, registers unset on one path) and exponents digested by
-#                hash (anon.expo), less 46 of equivalent rewrites in kernel.py, ptx.py and kernel_claim.py (the kernel
-#                claim 2,999 -> 2,984);
-#                6,279: 6,246 plus 33 for issue 17's lockstep joining groups at one pc
-#                (join, flat, pack, least-pc first), rem on columns, immediate fma addends, a gate under 8 threads,
-#                paid in the kernel claim by moving the description of graph claims to refinement.py (0 net);
-#                6,246: 6,239 plus 7 net for issue 17's replay speed: ex2 of n / ln 2
-#                and a product by log2(e) without Rat's factor search, the comparison's one-sided shift, barrier clocks
-#                as one shared list, lockstep not retried once declined, each denominator printed once (Printer.ratio),
-#                an m16n8k16 product appended at once (kernel.dot, Dot.new),
-#                less 7 reflowed docstrings; 6,239: 6,235 plus 4 net for issue 17's digests checked after the
-#                comparison (one for both sides where the forms are the same as built), 2-byte f16 loads and distinct
-#                values by one sort in the checker's lockstep, less 16 for Dot.text's printer by ranks (poly.evaluate
-#                moved to solve.py: 0); 6,235: 5,930 plus issue 17's lockstep replay, certificates/lockstep.py,
-#                with kernel_claim.py split from kernel.py and output digests of dot products' terms, less the solver
-#                in the kernel claim (equal normal forms only: solve.py left its trusted base), less the per-thread
-#                shortcut of shared f32 accesses (no gain off lockstep), plus 13 for f32 arithmetic in lockstep;
-#                5,930: plus 8 for the checker's shortcuts of 16-bit f16 input loads and
-#                f16/f32 cvt, less 2 in fma, issue 17's tensor-core rows; plus 1 refusing raw bits read as bf16;
-#                plus 1 for shared-memory shortcuts by a variable's name, plus 3 for a full barrier's join in n steps;
-#                5,916: 5,912 plus 4 for cvt.rn.f16x2.f32, issue 17's FlashAttention-2;
-#                5,912 after symint's evaluator became graph.evaluate's step: -12;
-#                5,924 were 5,569 plus 48 for the checker's straight-line shortcuts and word
-#                race shadows of issue 17, plus 39 for topk, index_put, scalar_tensor and the refinement kinds' split,
-#                plus 75 for booleans as 0/1 variables (certificates/symint.py), plus 61 for the precise
-#                definedness witness of refinement claims (certificates/precise.py),
-#                plus 126 for issue 17's array-form dot products (certificates.kernel.Dot, Var),
-#                plus 6 for the operator families per claim kind;
-#                was 4,500 before the kernel front end for real PTX)
+TOTAL = 6275   # the whole directory, measured 6,274 (what each change added and paid: docs/architecture.md)
 
 
 def test_each_claim_kind_has_a_small_trusted_base():
