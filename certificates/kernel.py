@@ -1197,7 +1197,8 @@ class Replay:
         return self.k.instrs[group[0].pc]
 
     def ldmatrix(self, group: list[Th]) -> None:
-        """m8n8 ``x1/x2/x4`` [.trans] b16: lane l supplies row address l of matrix l // 8."""
+        """m8n8 ``x1/x2/x4`` [.trans] b16: lane l supplies row address l of matrix l // 8. Without .trans, a lane's two
+        halves are one aligned word: held as two 16-bit entries, it is read as one 4-byte load (the same values)."""
         ins = self.full_warp(group)
         trans = "trans" in ins.parts
         nmat = int(next(x for x in ins.parts if x in ("x1", "x2", "x4"))[1:])
@@ -1208,7 +1209,8 @@ class Replay:
             for i in range(nmat):
                 addrs = [rows[8 * i + 2 * (lane % 4) + h].at(2 * (lane // 4)) for h in (0, 1)] if trans else \
                     [rows[8 * i + lane // 4].at(4 * (lane % 4) + h) for h in (0, 2)]
-                regs.append(Packed([self.load(t, ins, a, 2) for a in addrs]))
+                whole = not trans and addrs[0] % 4 == 0 and all(self.smem.get(a, ())[1:] == (2,) for a in addrs)
+                regs.append(self.load(t, ins, addrs[0], 4) if whole else Packed([self.load(t, ins, a, 2) for a in addrs]))
             out.append(regs)
         for t, regs in zip(group, out):
             for d, v in zip(ins.operands[0].items, regs):

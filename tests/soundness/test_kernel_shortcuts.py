@@ -122,3 +122,28 @@ FMA_TINY = "\tfma.rn.f32 %f3, %f2, 0f00800000, %f1;\n" + STORE
 
 def test_an_fma_by_zero_is_its_addend(tmp_path):
     attacked(tmp_path, COPY, FMA_ZERO, FMA_TINY)
+
+
+# ldmatrix.x1 reads a word whose halves are 16-bit values (``Replay.ldmatrix`` reads such a word as one 4-byte load):
+# thread t writes the two halves of word t + 1 (mod 32), which lane t + 1 reads (then unpacks through its own slot).
+# With the barrier between the writes and the ldmatrix, race-free; with it before the writes, each word is read by
+# another thread than its writer, unordered: the race must be found.
+def _ldmatrix(before: str, after: str) -> str:
+    return ("\t.reg .b16 %rs<4>;\n\tcvt.rn.f16.f32 %rs1, %f1;\n\tcvt.rn.f16.f32 %rs2, %f2;\n\tmov.u32 %r5, buf;\n"
+            "\tadd.s32 %r6, %r1, 1;\n\tand.b32 %r6, %r6, 31;\n\tshl.b32 %r6, %r6, 2;\n\tadd.s32 %r7, %r5, %r6;\n"
+            + before + "\tst.shared.u16 [%r7], %rs1;\n\tst.shared.u16 [%r7+2], %rs2;\n" + after +
+            "\tand.b32 %r8, %r1, 7;\n\tshl.b32 %r8, %r8, 4;\n\tadd.s32 %r9, %r5, %r8;\n"
+            "\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r10}, [%r9];\n\tshl.b32 %r11, %r1, 2;\n"
+            "\tadd.s32 %r11, %r11, 512;\n\tadd.s32 %r11, %r5, %r11;\n\tst.shared.b32 [%r11], %r10;\n"
+            "\tld.shared.u16 %rs1, [%r11];\n\tld.shared.u16 %rs2, [%r11+2];\n"
+            "\tcvt.f32.f16 %f4, %rs1;\n\tcvt.f32.f16 %f5, %rs2;\n\tadd.f32 %f3, %f4, %f5;\n" + STORE)
+
+
+def test_ldmatrix_of_16_bit_halves(tmp_path):
+    good, bad = _ldmatrix("", "\tbar.sync 0;\n"), _ldmatrix("\tbar.sync 0;\n", "")
+    cert = certify(tmp_path, good, good, threads=32)
+    ok, detail = outcome(cert, tmp_path)
+    assert ok, detail
+    _, r = check(tmp_path, good, bad, threads=32)
+    assert r.verdict == "racy", r.message
+    rejected(with_ptx(cert, bad), tmp_path, "data race")
