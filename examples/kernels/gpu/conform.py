@@ -11,7 +11,7 @@ numpy and CuPy: it loads each side's PTX as nvcc or Triton emitted it (the drive
 grid on the same inputs, and compares the elements of the checked CTAs with the interpreter's values: a difference
 beyond float32 rounding is a disagreement between the interpreter and the hardware. For each not-equivalent pair it
 also reports whether the two kernels' GPU outputs differ (the bug, on hardware). Racy and deadlocking pairs are not
-launched (a deadlock would hang the GPU). Results: docs/kernels.md, "The interpreter against an H200".
+launched (a deadlock would hang the GPU). How to run it, and its results: examples/kernels/README.md.
 """
 
 import argparse
