@@ -99,18 +99,19 @@ class Lockstep:
                 ins.operands[:1]) and len(ins.operands) < 2 for ins in r.k.instrs):
             raise Fall   # 8 threads or more (fewer: per thread is faster), register arithmetic, 2- and 4-byte
             #              accesses in a named space, full barriers
-        self.r, self.obj, self.E, self.steps = r, {}, 0, 0
+        self.r, self.obj, self.E, self.steps, self.B = r, {}, 0, 0, np.zeros((1, r.n), np.int64)
         self.sm, self.wt, self.wx, self.rd, self.so = *np.full((3, w), -1), np.full((w, r.n), -1), {}
         self.live = [[0, np.arange(r.n), {k: col(np.array([t.regs[k] for t in r.th])) for k in r.th[0].regs}]]
         self.used, self.bit = vars(r.k).get("live") or vars(r.k).setdefault("live", liveness(r.k))   # per kernel
 
     def run(self, schedule: list) -> dict:
-        r = self.r   # B[e, t]: the barrier ending thread t's epoch e
-        self.B = np.zeros((1 + sum(type(ev) is list and ev[:1] == ["bar"] for ev in schedule), r.n), np.int64)
+        r = self.r
         for ev in schedule:
             if type(ev) is list and len(ev) == 4 and ev[0] == "bar":
                 r.bar(ev[1], ev[2], ev[3], "")
                 fail_if(any(t.state != "run" for t in r.th), Fall)   # full-CTA barriers only
+                if self.E == len(self.B):   # B[e, t]: the barrier ending thread t's epoch e
+                    self.B = np.concatenate([self.B, self.B])
                 self.B[self.E], self.E = [t.pc - 1 for t in r.th], self.E + 1
                 for g in self.live:
                     g[0] += 1
