@@ -1,17 +1,20 @@
-"""examples/kernels/gpu/conform.py without a GPU: the interpreter's values against numpy, and a device's wrong
-outputs reported (a stand-in CuPy whose kernels write nothing)."""
+"""examples/kernels/gpu/conform.py without a GPU: the interpreter's values against numpy and against the CUDA sources
+run on the CPU emulation, and a device's wrong outputs reported (a stand-in CuPy whose kernels write nothing)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORM = ROOT / "examples" / "kernels" / "gpu" / "conform.py"
 FAKE_CUPY = """
 import numpy as np
+import pytest
 class _Device:
     def synchronize(self): pass
 class cuda:
@@ -57,3 +60,16 @@ def test_a_device_that_disagrees_is_reported(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["summary"] == {"pairs": 1, "agree": 0, "device": "no device"}
     assert report["pairs"][0]["sides"]["reference"]["disagree"] == 1
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CPU emulation of the CUDA sources)")
+def test_interpreter_values_are_the_sources(tmp_path):
+    out = _prepare(tmp_path, "reduce3_sequential", "bug_reduce3_stride_off_by_one")
+    run = subprocess.run([sys.executable, str(CONFORM), "emu", str(out), "--report", str(tmp_path / "emu.json")],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads((tmp_path / "emu.json").read_text())
+    assert report["summary"]["built"] == report["summary"]["agree"] == 2
+    # the planted bug's kernel, run from its source, computes what the interpreter read from its PTX
+    bug = next(r for r in report["pairs"] if r["name"] == "bug_reduce3_stride_off_by_one")
+    assert bug["sides"]["optimized"] == {"elements": 1, "disagree": 0, "first": []}

@@ -3,6 +3,7 @@
 
   python examples/kernels/gpu/conform.py prepare DIR [--only NAME ...]   here, no GPU: inputs and expected values
   python3 examples/kernels/gpu/conform.py run DIR [--jobs 8]              on a GPU with CuPy: launch, compare, report
+  python examples/kernels/gpu/conform.py emu DIR                          the same against the CUDA sources (g++)
 
 ``prepare`` runs the engine's interpreter (``verifier.kernels.equiv.check_pair``) on each pair of both corpora whose
 expected verdict is equivalent or not-equivalent, draws seeded random inputs, and evaluates each output element's
@@ -11,7 +12,9 @@ numpy and CuPy: it loads each side's PTX as nvcc or Triton emitted it (the drive
 grid on the same inputs, and compares the elements of the checked CTAs with the interpreter's values: a difference
 beyond float32 rounding is a disagreement between the interpreter and the hardware. For each not-equivalent pair it
 also reports whether the two kernels' GPU outputs differ (the bug, on hardware). Racy and deadlocking pairs are not
-launched (a deadlock would hang the GPU). How to run it, and its results: examples/kernels/README.md.
+launched (a deadlock would hang the GPU). ``emu`` needs no GPU: it compiles each pair's CUDA sources with g++ against
+``examples/kernels/emu`` (one OS thread per CUDA thread), runs them on the same inputs and compares the same way:
+the interpreter's reading of the PTX against the source it was compiled from. How to run it, and its results: examples/kernels/README.md.
 """
 
 import argparse
@@ -197,13 +200,94 @@ def run(d: Path, jobs: int, out: Path) -> int:
     return 0 if len(good) == len(rows) else 1
 
 
+def _emu_harness(entry: str, spec: dict, sizes: dict) -> str:
+    """A C++ main that reads every tensor (float32, in the kernel's parameter order; ``sizes`` by name) from argv[1],
+    launches ``entry`` on the emulator and writes the tensors back to argv[2] (8192 floats of slack after each, as
+    ``run_emu.py``)."""
+    params = spec["params"]
+    decl = ", ".join("int" if p["role"] == "scalar" else "float*" for p in params)
+    lines = ["#include <cstdio>", "#include <vector>", f'extern "C" void {entry}({decl});',
+             "int main(int argc, char** argv) {", '  FILE* in = std::fopen(argv[1], "rb");']
+    args, back = [], []
+    for i, p in enumerate(params):
+        if p["role"] == "scalar":
+            args.append(str(int(p["value"])))
+            continue
+        n = sizes[p["name"]]
+        lines += [f"  std::vector<float> t{i}({n} + 8192, 0.0f);",
+                  f"  if (std::fread(t{i}.data(), 4, {n}, in) != {n}) return 2;"]
+        args.append(f"t{i}.data()")
+        back.append(f"  std::fwrite(t{i}.data(), 4, {n}, out);")
+    g, b = spec["grid"], spec["block"]
+    lines += ["  std::fclose(in);",
+              f"  emu::launch([&] {{ {entry}({', '.join(args)}); }}, dim3{{{g[0]}u, {g[1]}u, {g[2]}u}}, "
+              f"dim3{{{b[0]}u, {b[1]}u, {b[2]}u}});", '  FILE* out = std::fopen(argv[2], "wb");', *back,
+              "  return std::fclose(out);", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def emu(d: Path, out: Path) -> int:
+    """``check``'s comparison with each side run from its CUDA source on ``examples/kernels/emu`` (pairs with sources;
+    the emulator has no tensor-core stand-ins but ``hgemm_mma``'s, so those are reported as not built)."""
+    import subprocess
+    import tempfile
+    emu_dir = HERE.parent / "emu"
+    cxx = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-DPVCERT_CPU_EMU", "-include", str(emu_dir / "cuda_emu.h"),
+           "-I", str(emu_dir)]
+    entries = {p["name"]: p for p in json.loads((HERE.parent / "pairs.json").read_text())["pairs"]}
+    rows, build = [], Path(tempfile.mkdtemp(prefix="conform_emu_"))
+    for f in sorted(d.glob("*.json")):
+        pair, row = json.loads(f.read_text()), {"name": f.stem, "sides": {}}
+        if f.stem not in entries:
+            continue
+        for side, spec in pair["sides"].items():
+            src = HERE.parent / entries[f.stem][side]["src"]
+            tensors = [p for p in spec["params"] if p["role"] != "scalar"]
+            sizes = {p["name"]: math.prod(pair["shapes"][p["name"]]) for p in tensors}
+            text = _emu_harness(spec["entry"], spec, sizes)
+            exe, data, back = build / f"{f.stem}_{side}", build / f"{f.stem}_{side}.in", build / f"{f.stem}_{side}.out"
+            (build / f"{f.stem}_{side}.cpp").write_text(text)
+            made = subprocess.run(cxx + ["-x", "c++", str(src), "-x", "c++", str(build / f"{f.stem}_{side}.cpp"),
+                                         "-o", str(exe)], capture_output=True, text=True)
+            if made.returncode:
+                why = next((line for line in made.stderr.splitlines() if "error" in line), "g++ failed")
+                row["sides"][side] = {"error": "not built: " + why.strip()[:200]}
+                continue
+            np.concatenate([np.asarray(pair["values"][p["name"]], np.float32) for p in tensors]).tofile(data)
+            try:
+                ran = subprocess.run([str(exe), str(data), str(back)], capture_output=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                row["sides"][side] = {"error": "no result after 120 s"}
+                continue
+            if ran.returncode:
+                row["sides"][side] = {"error": f"exit {ran.returncode}"}
+                continue
+            flat = np.fromfile(back, np.float32)
+            got = dict(zip(sizes, np.split(flat, np.cumsum(list(sizes.values()))[:-1])))
+            wrong, n = [], 0
+            for name, i, kind, want in spec["expected"]:
+                if kind == "f":
+                    n += 1
+                    if not _agree(kind, want, got[name][i], pair["dtypes"][name])[0]:
+                        wrong.append([f"{name}[{i}]", want, float(got[name][i])])
+            row["sides"][side] = {"elements": n, "disagree": len(wrong), "first": wrong[:3]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    built = [r for r in rows if all("error" not in s for s in r["sides"].values())]
+    good = [r for r in built if all(s["disagree"] == 0 for s in r["sides"].values())]
+    summary = {"pairs": len(rows), "built": len(built), "agree": len(good), "device": "emu (g++)"}
+    print(json.dumps(summary))
+    out.write_text(json.dumps({"summary": summary, "pairs": rows}, indent=1))
+    return 0 if len(good) == len(built) else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("prepare", "run", "check"))
+    ap.add_argument("command", choices=("prepare", "run", "check", "emu"))
     ap.add_argument("path", type=Path, help="the prepared folder (check: one pair's file)")
     ap.add_argument("--only", nargs="*", default=[], help="prepare: these pairs only")
     ap.add_argument("--jobs", type=int, default=8, help="run: pairs at a time")
-    ap.add_argument("--report", type=Path, help="run: where to write the report (default: beside the folder)")
+    ap.add_argument("--report", type=Path, help="run, emu: where to write the report (default: beside the folder)")
     a = ap.parse_args()
     if a.command == "prepare":
         sys.path.insert(0, str(HERE.parent.parent.parent))
@@ -212,6 +296,8 @@ def main() -> int:
     if a.command == "check":
         print(json.dumps(check(a.path)))
         return 0
+    if a.command == "emu":
+        return emu(a.path, a.report or a.path.parent / "emu-report.json")
     return run(a.path, a.jobs, a.report or a.path.parent / "report.json")
 
 
