@@ -72,4 +72,4 @@ def test_interpreter_values_are_the_sources(tmp_path):
     assert report["summary"]["built"] == report["summary"]["agree"] == 2
     # the planted bug's kernel, run from its source, computes what the interpreter read from its PTX
     bug = next(r for r in report["pairs"] if r["name"] == "bug_reduce3_stride_off_by_one")
-    assert bug["sides"]["optimized"] == {"elements": 1, "disagree": 0, "first": []}
+    assert bug["sides"]["optimized"]["elements"] == 1 and bug["sides"]["optimized"]["disagree"] == 0

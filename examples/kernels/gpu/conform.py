@@ -144,6 +144,21 @@ def _agree(kind: str, want, got, dtype: str) -> tuple[bool, float]:
     return err <= eps * max(1.0, abs(want)), err
 
 
+def _compare(spec: dict, got: dict, dtypes: dict) -> dict:
+    """Each element the interpreter computed against ``got[name][i]`` (flat arrays): counts, the worst relative error
+    and the first disagreements."""
+    worst, n, skipped, wrong = 0.0, 0, 0, []
+    for name, i, kind, want in spec["expected"]:
+        if kind == "skip":
+            skipped += 1
+            continue
+        ok, err = _agree(kind, want, got[name][i], dtypes[name])
+        n, worst = n + 1, max(worst, err / max(1.0, abs(want)))
+        if not ok:
+            wrong.append([f"{name}[{i}]", want, float(got[name][i])])
+    return {"elements": n, "skipped": skipped, "max_rel_err": worst, "disagree": len(wrong), "first": wrong[:3]}
+
+
 def check(f: Path) -> dict:
     """Launch one prepared pair's two kernels and compare (run in its own process: a fault or hang stays there)."""
     import cupy as cp
@@ -155,18 +170,7 @@ def check(f: Path) -> dict:
         except Exception as e:   # a module the driver refuses, a launch error: reported, not hidden
             row["sides"][side] = {"error": f"{type(e).__name__}: {e}"}
             continue
-        worst, n, skipped, wrong = 0.0, 0, 0, []
-        for name, i, kind, want in spec["expected"]:
-            if kind == "skip":
-                skipped += 1
-                continue
-            got = outs[side][name].reshape(-1)[i]
-            ok, err = _agree(kind, want, got, pair["dtypes"][name])
-            n, worst = n + 1, max(worst, err / max(1.0, abs(want)))
-            if not ok:
-                wrong.append([f"{name}[{i}]", want, float(got)])
-        row["sides"][side] = {"elements": n, "skipped": skipped, "max_rel_err": worst, "disagree": len(wrong),
-                              "first": wrong[:3]}
+        row["sides"][side] = _compare(spec, {k: v.reshape(-1) for k, v in outs[side].items()}, pair["dtypes"])
     if len(outs) == 2:   # the two kernels on hardware: equal up to rounding, or (a planted bug) not
         ref, opt = ([float(o[k].reshape(-1)[i]) for k, i, kind, _ in pair["sides"]["reference"]["expected"]
                      if kind != "skip"] for o in (outs["reference"], outs["optimized"]))
@@ -226,53 +230,46 @@ def _emu_harness(entry: str, spec: dict, sizes: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _emu_side(name: str, pair: dict, side: str, src: Path, cxx: list, build: Path) -> dict:
+    """One kernel built from ``src`` with g++ on the emulator, run on the pair's inputs and compared."""
+    import subprocess
+    spec = pair["sides"][side]
+    sizes = {p["name"]: math.prod(pair["shapes"][p["name"]]) for p in spec["params"] if p["role"] != "scalar"}
+    stem = build / f"{name}_{side}"
+    stem.with_suffix(".cpp").write_text(_emu_harness(spec["entry"], spec, sizes))
+    made = subprocess.run(cxx + ["-x", "c++", str(src), "-x", "c++", str(stem.with_suffix(".cpp")), "-o", str(stem)],
+                          capture_output=True, text=True)
+    if made.returncode:
+        why = next((line for line in made.stderr.splitlines() if "error" in line), "g++ failed")
+        return {"error": "not built: " + why.strip()[:200]}
+    np.concatenate([np.asarray(pair["values"][n], np.float32) for n in sizes]).tofile(stem.with_suffix(".in"))
+    try:
+        ran = subprocess.run([str(stem), str(stem.with_suffix(".in")), str(stem.with_suffix(".out"))],
+                             capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return {"error": "no result after 120 s"}
+    if ran.returncode:
+        return {"error": f"exit {ran.returncode}"}
+    flat = np.fromfile(stem.with_suffix(".out"), np.float32)
+    return _compare(spec, dict(zip(sizes, np.split(flat, np.cumsum(list(sizes.values()))[:-1]))), pair["dtypes"])
+
+
 def emu(d: Path, out: Path) -> int:
     """``check``'s comparison with each side run from its CUDA source on ``examples/kernels/emu`` (pairs with sources;
     the emulator has no tensor-core stand-ins but ``hgemm_mma``'s, so those are reported as not built)."""
-    import subprocess
     import tempfile
     emu_dir = HERE.parent / "emu"
     cxx = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-DPVCERT_CPU_EMU", "-include", str(emu_dir / "cuda_emu.h"),
            "-I", str(emu_dir)]
     entries = {p["name"]: p for p in json.loads((HERE.parent / "pairs.json").read_text())["pairs"]}
-    rows, build = [], Path(tempfile.mkdtemp(prefix="conform_emu_"))
-    for f in sorted(d.glob("*.json")):
-        pair, row = json.loads(f.read_text()), {"name": f.stem, "sides": {}}
-        if f.stem not in entries:
-            continue
-        for side, spec in pair["sides"].items():
-            src = HERE.parent / entries[f.stem][side]["src"]
-            tensors = [p for p in spec["params"] if p["role"] != "scalar"]
-            sizes = {p["name"]: math.prod(pair["shapes"][p["name"]]) for p in tensors}
-            text = _emu_harness(spec["entry"], spec, sizes)
-            exe, data, back = build / f"{f.stem}_{side}", build / f"{f.stem}_{side}.in", build / f"{f.stem}_{side}.out"
-            (build / f"{f.stem}_{side}.cpp").write_text(text)
-            made = subprocess.run(cxx + ["-x", "c++", str(src), "-x", "c++", str(build / f"{f.stem}_{side}.cpp"),
-                                         "-o", str(exe)], capture_output=True, text=True)
-            if made.returncode:
-                why = next((line for line in made.stderr.splitlines() if "error" in line), "g++ failed")
-                row["sides"][side] = {"error": "not built: " + why.strip()[:200]}
-                continue
-            np.concatenate([np.asarray(pair["values"][p["name"]], np.float32) for p in tensors]).tofile(data)
-            try:
-                ran = subprocess.run([str(exe), str(data), str(back)], capture_output=True, timeout=120)
-            except subprocess.TimeoutExpired:
-                row["sides"][side] = {"error": "no result after 120 s"}
-                continue
-            if ran.returncode:
-                row["sides"][side] = {"error": f"exit {ran.returncode}"}
-                continue
-            flat = np.fromfile(back, np.float32)
-            got = dict(zip(sizes, np.split(flat, np.cumsum(list(sizes.values()))[:-1])))
-            wrong, n = [], 0
-            for name, i, kind, want in spec["expected"]:
-                if kind == "f":
-                    n += 1
-                    if not _agree(kind, want, got[name][i], pair["dtypes"][name])[0]:
-                        wrong.append([f"{name}[{i}]", want, float(got[name][i])])
-            row["sides"][side] = {"elements": n, "disagree": len(wrong), "first": wrong[:3]}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="conform_emu_") as tmp:
+        for f in sorted(d.glob("*.json")):
+            if f.stem in entries:   # the main corpus: pairs with CUDA sources
+                pair = json.loads(f.read_text())
+                rows.append({"name": f.stem, "sides": {side: _emu_side(f.stem, pair, side, HERE.parent / entries[
+                    f.stem][side]["src"], cxx, Path(tmp)) for side in pair["sides"]}})
+                print(json.dumps(rows[-1]), flush=True)
     built = [r for r in rows if all("error" not in s for s in r["sides"].values())]
     good = [r for r in built if all(s["disagree"] == 0 for s in r["sides"].values())]
     summary = {"pairs": len(rows), "built": len(built), "agree": len(good), "device": "emu (g++)"}
