@@ -7,7 +7,7 @@ from .errors import Malformed, Rejected, fail_if
 from .kernel import (Printer, Rat, Replay, Word, bind, check_dims, check_params, coverage, ctas, dot_equal, no_gc,
                      least, scope, shared_bytes, shift, undefined, word_equal)
 from .limits import Limits
-from .lockstep import lockstep
+from .lockstep import IX, lockstep
 from .poly import side_conditions
 from .ptx import Kernel, parse
 
@@ -55,6 +55,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     if not every and (cta is None or len(cta) != 3 or not all(type(x) is int and x >= 0 for x in cta)):
         raise Malformed(where, 'cta: needs three non-negative integers or "all"')
     outs, notes, printer, grids, digests, lock, conds = {}, [], Printer(), [], {}, set(), {}
+    IX.clear()   # input elements' indices: shared by this claim's two kernels and their CTAs, not kept past it
     for side in ("reference", "optimized"):
         sw = f"{where}: {side}"
         s, ev = claim.get(side), evidence.get(side)

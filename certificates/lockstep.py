@@ -27,7 +27,7 @@ ADDR = {"add": (0, 1), "sub": (0,), "mad": (2,), "mov": (0,), "cvt": (0,)}   # w
 CHEAP = {*OPS, "fma", "selp", "cvta", "not", "neg", "bra", "ret", "exit", "ld", "st"}
 EXIT = Instr("exit", [], None, 0, "")   # past the last instruction
 UNSET = object()  # a register a thread has not written (a joined group's other threads have)
-IX: dict[tuple, np.ndarray] = {}   # (input tensor, size) -> its elements' indices in ``NAMES`` (-1: none yet), as VARS
+IX: dict[tuple, np.ndarray] = {}   # (input tensor, size) -> its elements' indices in ``NAMES`` (-1: none yet), per claim
 WORDS = {4: ("f32", "b32", "u32", "s32"), 2: ("f16", "b16", "u16", "s16")}   # loaded and stored by ``address``
 
 
