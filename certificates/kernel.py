@@ -1220,18 +1220,18 @@ class Replay:
         """m16n8k16 row.col f32.f16.f16.f32 (PTX ISA fragment layout, g = lane/4, q = lane%4)."""
         ins = self.full_warp(group)
         d_o, a_o, b_o, c_o = (x.items for x in ins.operands)
-        A, B, C = {}, {}, {}
+        A, B, C = [[None] * 16 for _ in range(16)], [[None] * 16 for _ in range(8)], {}   # A by rows, B by columns
         for t in group:
             g, q = t.lane // 4, t.lane % 4
             for r, (i, j) in enumerate(((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
-                A[i, j], A[i, j + 1] = self.packed(t, a_o[r], ins)
+                A[i][j], A[i][j + 1] = self.packed(t, a_o[r], ins)
             for r, k in enumerate((2 * q, 2 * q + 8)):
-                B[k, g], B[k + 1, g] = self.packed(t, b_o[r], ins)
+                B[g][k], B[g][k + 1] = self.packed(t, b_o[r], ins)
             for r, ij in enumerate(mma_acc(g, q)):
                 C[ij] = self.fval(t, c_o[r], ins)
         for t in group:
             for r, (i, j) in enumerate(mma_acc(t.lane // 4, t.lane % 4)):
-                t.regs[d_o[r].name] = dot(C[i, j], [A[i, k] for k in range(16)], [B[k, j] for k in range(16)])
+                t.regs[d_o[r].name] = dot(C[i, j], A[i], B[j])
 
     def wmma(self, group: list[Th]) -> None:
         """m16n16k16: element e of a row-major f32 tile in lane e // 8, register e % 8; f16
@@ -1261,17 +1261,17 @@ class Replay:
                     t.regs[d.name] = Packed([val[e], val[e + 1]])
             return
         d_o, a_o, b_o, c_o = (x.items for x in o)
-        A, B, C = {}, {}, {}
+        A, B, C = [[None] * 16 for _ in range(16)], [[None] * 16 for _ in range(16)], {}   # A by rows, B by columns
         for t in group:
             for r in range(8):
                 i, j = t.lane % 16, 2 * r
-                A[i, j], A[i, j + 1] = self.packed(t, a_o[r], ins)
-                B[i, j], B[i, j + 1] = self.packed(t, b_o[r], ins)
+                A[i][j], A[i][j + 1] = self.packed(t, a_o[r], ins)
+                B[j][i], B[j + 1][i] = self.packed(t, b_o[r], ins)
                 C[divmod(t.lane * 8 + r, 16)] = self.fval(t, c_o[r], ins)
         for t in group:
             for r in range(8):
                 i, j = divmod(t.lane * 8 + r, 16)
-                t.regs[d_o[r].name] = dot(C[i, j], [A[i, k] for k in range(16)], [B[k, j] for k in range(16)])
+                t.regs[d_o[r].name] = dot(C[i, j], A[i], B[j])
 
 
 @lru_cache(maxsize=None)
