@@ -76,7 +76,8 @@ def _expected(value, look) -> tuple:
 
 def prepare(out: Path, only: list) -> None:
     from certificates.kernel import bind, shared_bytes
-    from verifier.kernels.equiv import _side, check_pair, load_pairs
+    from verifier.kernels.equiv import check_pair, load_pairs
+    from verifier.kernels.launch import parse_file
     out.mkdir(parents=True, exist_ok=True)
     for base in CORPORA:
         for name, entry in load_pairs(base).items():
@@ -94,7 +95,7 @@ def prepare(out: Path, only: list) -> None:
             sides = {}
             for side in ("reference", "optimized"):
                 spec = entry[side]
-                kernel = _side(spec, base)
+                kernel = parse_file(base / spec["ptx"]).kernel(spec.get("entry"))
                 params = bind(entry["params"], spec, side)
                 outputs = {k: v for r in results[side] for k, v in r.outputs.items()}
                 sides[side] = {
@@ -259,8 +260,9 @@ def emu(d: Path, out: Path) -> int:
     the emulator has no tensor-core stand-ins but ``hgemm_mma``'s, so those are reported as not built)."""
     import tempfile
     emu_dir = HERE.parent / "emu"
-    cxx = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-DPVCERT_CPU_EMU", "-include", str(emu_dir / "cuda_emu.h"),
-           "-I", str(emu_dir)]
+    sys.path.insert(0, str(emu_dir))
+    from run_emu import CXX   # the emulation's own compiler flags
+    cxx = CXX + ["-include", str(emu_dir / "cuda_emu.h"), "-I", str(emu_dir)]
     entries = {p["name"]: p for p in json.loads((HERE.parent / "pairs.json").read_text())["pairs"]}
     rows = []
     with tempfile.TemporaryDirectory(prefix="conform_emu_") as tmp:
