@@ -4,10 +4,9 @@
 import argparse
 import hashlib
 import json
-import os
+import multiprocessing
 import re
 import resource
-import select
 import signal
 import sys
 import time
@@ -63,38 +62,25 @@ def _wanted_spec(args: argparse.Namespace) -> tuple[str, set[str]] | None:
 
 
 def _run_child(args: argparse.Namespace) -> dict:
-    """Fork, replay in the child, wait at most the time limit (then kill it)."""
-    rd, wr = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # the child: never returns into the caller
-        os.close(rd)
-        try:
-            data = json.dumps(_replay(args)).encode()
-            with os.fdopen(wr, "wb") as f:
-                f.write(data)
-        finally:
-            os._exit(0)
-    os.close(wr)
-    deadline, chunks = time.monotonic() + args.timeout + 0.5, []
-    with os.fdopen(rd, "rb") as f:
-        while time.monotonic() < deadline:
-            if select.select([f], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                chunk = os.read(f.fileno(), 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return {"code": LIMIT, "line": f"LIMIT: {args.certificate}: time limit of {args.timeout:g} s reached"}
-    _, status = os.waitpid(pid, 0)
+    """Replay in a forked child (bytes over a pipe, never pickle); wait at most the time limit, then kill it."""
+    ctx = multiprocessing.get_context("fork")
+    rd, wr = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=lambda: wr.send_bytes(json.dumps(_replay(args)).encode()))
+    child.start()
+    wr.close()
     try:
-        return json.loads(b"".join(chunks))
-    except ValueError:   # no result, or a cut one
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    return {"code": LIMIT if sig == signal.SIGKILL else MALFORMED,
-            "line": f"{'LIMIT' if sig == signal.SIGKILL else 'MALFORMED'}: {args.certificate}: the checker "
-                    f"process ended without a result (status {status}; killed for memory?)"}
+        if rd.poll(args.timeout + 0.5):
+            return json.loads(rd.recv_bytes())
+        child.kill()
+        return {"code": LIMIT, "line": f"LIMIT: {args.certificate}: time limit of {args.timeout:g} s reached"}
+    except (EOFError, ValueError):   # no result, or a cut one
+        child.join()
+        killed = child.exitcode == -signal.SIGKILL
+        return {"code": LIMIT if killed else MALFORMED,
+                "line": f"{'LIMIT' if killed else 'MALFORMED'}: {args.certificate}: the checker process ended "
+                        f"without a result (exit code {child.exitcode}; killed for memory?)"}
+    finally:
+        child.join()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -369,8 +369,9 @@ def describe_graphs(claim: dict, evidence: dict, arts: dict, sha: dict[str, str]
             out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:1000]}")
     classes = evidence.get("reduction", {}).get("classes") if evidence.get("method") == "staged" else None
     if classes:
-        sizes = [f"{c['full']} -> {c['full'] // c['divisor']} on {len(c['axes'])} axes "
-                 f"({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})" for c in classes[:4]]
+        sizes = [f"divided by {c['divisor']}" + (f" and by {c['second']}" if c.get("second") else "")
+                 + f" on {len(c['axes'])} axes ({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})"
+                 for c in classes[:4]]
         out.append(f"checked at reduced sizes (the claim is at full size): {'; '.join(sizes)}"
                    f"{' ...' if len(classes) > 4 else ''}")
     for kind, block in sorted((claim.get("blocks") or {}).items()):

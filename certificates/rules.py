@@ -51,7 +51,7 @@ def _mm_rule(C, I, O, a, why) -> None:
     if len(y) < 2 or len(z) < 2:
         return C.pin_all(y + z + out, f"{why}: matmul of a vector")
     C.tie(y[-1], z[-2]), C.tie(y[-2], out[-2]), C.tie(z[-1], out[-1])
-    C.pin(y[-1], f"{why}: contracted")
+    C.sum(y[-1])
     C.bcast(y[:-2], out[:-2]), C.bcast(z[:-2], out[:-2])
     if len(I) == 3:  # addmm's bias
         C.bcast(I[0], out)
@@ -60,7 +60,7 @@ def _mm_rule(C, I, O, a, why) -> None:
 def _linear_rule(C, I, O, a, why) -> None:
     x, w, out = I[0], I[1], O[0]
     C.tie(x[-1], w[1]), C.tie(w[0], out[-1])
-    C.pin(x[-1], f"{why}: contracted")
+    C.sum(x[-1])
     C.bcast(x[:-1], out[:-1])
     if len(I) > 2 and I[2]:
         C.bcast(I[2], out)
@@ -70,7 +70,8 @@ def _red_rule(mean: bool) -> Callable:
     def rule(C, I, O, a, why):
         x, dims = I[0], _red_dims(a, len(I[0]))
         C.bcast([v for k, v in enumerate(x) if a["keepdim"] or k not in dims], O[0])
-        C.pin_all([x[d] for d in dims], f"{why}: " + ("its size enters the mean" if mean else "summed"))
+        for d in dims:
+            C.pin(x[d], f"{why}: its size enters the mean") if mean else C.sum(x[d])
     return rule
 
 

@@ -3,6 +3,7 @@ rules.py, ``reduce`` checks the claimed divisors (docs/stages.md, "What the chec
 
 import copy
 import math
+import operator
 from dataclasses import dataclass, field
 
 from . import terms
@@ -25,7 +26,7 @@ def _root(parent: dict, a: Axis) -> Axis:
 
 
 class Unjustified(Exception):
-    """A claimed reduction that breaks one of the side conditions."""
+    """A claimed reduction that breaks one of the side conditions (``args``: why, and the class at fault if one)."""
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Constraints:
     grains: list[tuple[Axis, int, str]] = field(default_factory=list)  # (axis, elements per block, why)
     grain: dict[Axis, int] = field(default_factory=dict)          # class root -> its one grain (``settle``)
     sites: dict[tuple[str, str], list[Site]] = field(default_factory=dict)  # per node: attributes to rewrite
+    sums: dict[tuple[str, str], list[Axis]] = field(default_factory=dict)   # per node: the axes it sums
+    dual: set[Axis] = field(default_factory=set)  # axes of a class checked at two divisors (``parse_classes``)
     node: tuple[str, str] = ("", "")  # (side, node name) or ("term", path) whose rule runs
 
     def find(self, a: Axis) -> Axis:
@@ -57,6 +60,10 @@ class Constraints:
 
     def pin(self, a: Axis, why: str) -> None:
         self.pins.setdefault(a, why)
+
+    def sum(self, a: Axis) -> None:
+        """``a`` is summed (a plain sum or a contraction): reduced only at two divisors (``affine``)."""
+        self.sums.setdefault(self.node, []).append(a)
 
     def pin_all(self, xs: list[Axis], why: str) -> None:
         for a in xs:
@@ -129,13 +136,14 @@ def _axes(side: str, name: str, n: int) -> list[Axis]:
     return [(side, name, k) for k in range(n)]
 
 
-def _term(C: Constraints, t: terms.Term, path: str, shape) -> list[Axis]:
-    """Axes of a clean expression's value: leaves are impl axes, every call makes new ones."""
+def _term(C: Constraints, t: terms.Term, path: str, shape, scaled: bool) -> list[Axis]:
+    """Axes of a clean expression's value: leaves are impl axes, every call makes new ones; ``scaled``: a
+    constant factor is a literal (the relation found, checked at every size it is reduced to)."""
     if isinstance(t, terms.Ref):
         return _axes("impl", t.name, len(shape(t.name)))
-    if t.fn in ("scale", "mean"):  # its constant is not rescaled with the sizes
+    if t.fn in ("scale", "mean") and not scaled:  # a claim's constant is not rescaled with the sizes
         raise Unjustified(f"{path}: {t.fn} (a scaled relation) is not supported by shape reduction")
-    args = [_term(C, s, f"{path}.{k}", shape) for k, s in enumerate(t.args)]
+    args = [_term(C, s, f"{path}.{k}", shape, scaled) for k, s in enumerate(t.args)]
     sizes = terms.infer_shape(t, shape)
     out = _axes("term", path, len(sizes))
     C.size.update(zip(out, sizes))
@@ -176,27 +184,31 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
     for kind, rel in relations.items():
         for s, es in rel.items():
             for k, e in enumerate(es):
-                C.tie_all(_term(C, e, f"{kind}:{s}#{k}", lambda r: impl.tensors[r].shape),
+                C.tie_all(_term(C, e, f"{kind}:{s}#{k}", lambda r: impl.tensors[r].shape, kind == "evidence"),
                           _axes("spec", s, len(spec.tensors[s].shape)))
     C.settle()
     return C
 
 
-def parse_classes(obj, C: Constraints, where: str) -> dict[Axis, int]:
-    """``[{"divisor", "axes": [[side, tensor, axis], ...]}, ...]`` as a divisor per real axis."""
+def parse_classes(obj, C: Constraints, where: str, second: frozenset = frozenset()) -> dict[Axis, int]:
+    """``[{"divisor", "second"?, "axes": [[side, tensor, axis], ...]}, ...]`` as a divisor per real axis: the
+    classes numbered in ``second`` at their second divisor; the axes of classes with one go to ``C.dual``."""
     _fail_if(not isinstance(obj, list), where, "reduction classes must be a list")
     div: dict[Axis, int] = {}
     for i, c in enumerate(obj):
-        d, axes = (c.get("divisor"), c.get("axes")) if isinstance(c, dict) else (None, None)
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1 or not isinstance(axes, list):
-            raise Malformed(where, f"reduction class #{i}: needs an int 'divisor' >= 1 and a list 'axes'")
+        d, d2, axes = (c.get("divisor"), c.get("second", 0), c.get("axes")) if isinstance(c, dict) else (0, 0, 0)
+        if not all(type(v) is int and v >= 1 for v in (d, d2 or 1)) or d2 == d or not isinstance(axes, list):
+            raise Malformed(where, f"reduction class #{i}: needs an int 'divisor' >= 1, a list 'axes' and "
+                                   "no 'second' divisor or another int >= 1")
         for ax in axes:
             ok = isinstance(ax, list) and len(ax) == 3 and all(type(v) in (str, int) for v in ax)
             a = tuple(ax) if ok else None
             if a is None or a[0] not in ("spec", "impl") or a not in C.size:
                 raise Malformed(where, f"reduction class #{i}: {ax!r} is not an axis of the graphs")
             _fail_if(a in div, where, f"reduction class #{i}: axis {ax!r} is listed twice")
-            div[a] = d
+            div[a] = d2 if i in second else d
+            if d2:
+                C.dual.add(a)
     return div
 
 
@@ -217,6 +229,8 @@ def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
                               "(needs >= 2 blocks left)")
         if d > 1 and a in C.pins:
             raise Unjustified(f"axis {list(a)} must keep full size: {C.pins[a]}")
+    for a in {a for axes in C.sums.values() for a in axes if full[a] > 1} - C.dual:
+        raise Unjustified(f"axis {list(a)} is summed: reduced only with a second divisor")
     for a, v, why in C.scaled:
         if full[a] > 1 and v % (full[a] * C.blocks(a)):
             raise Unjustified(f"{why}: {v} is not a multiple of the divisor {full[a]} x blocks of {C.blocks(a)} "
@@ -224,32 +238,34 @@ def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
     return full
 
 
-def _rewrite(kw: dict, sites: list[Site], C: Constraints, full: dict[Axis, int]) -> dict:
-    """``kw`` with its recorded constants divided by their axis' divisor and shapes reduced."""
+def _rewrite(kw: dict, sites: list[Site], C: Constraints, full: dict[Axis, int], f=operator.floordiv) -> dict:
+    """``kw`` with its recorded constants divided by their axis' divisor (``f``: or multiplied) and shapes reduced."""
     for key, i, ax in sites:
         v = kw[key]
         if isinstance(ax, list):  # a shape
-            kw[key] = type(v)(n if n == -1 else C.size[o] // full[o] for n, o in zip(v, ax))
+            kw[key] = type(v)(n if n == -1 else f(C.size[o], full[o]) for n, o in zip(v, ax))
         elif i is None:
-            kw[key] = v // full[ax]
+            kw[key] = f(v, full[ax])
         else:
-            kw[key] = type(v)(n // full[ax] if k == i else n for k, n in enumerate(v))
+            kw[key] = type(v)(f(n, full[ax]) if k == i else n for k, n in enumerate(v))
     return kw
 
 
-def _rescale_term(t: terms.Term, path: str, C: Constraints, full: dict[Axis, int]) -> terms.Term:
+def rescale_term(t: terms.Term, path: str, C: Constraints, full: dict[Axis, int], f=operator.floordiv) -> terms.Term:
     if isinstance(t, terms.Ref):
         return t
-    args = tuple(_rescale_term(s, f"{path}.{k}", C, full) for k, s in enumerate(t.args))
-    kw = _rewrite(dict(t.kw), C.sites.get(("term", path), []), C, full)
+    args = tuple(rescale_term(s, f"{path}.{k}", C, full, f) for k, s in enumerate(t.args))
+    kw = _rewrite(dict(t.kw), C.sites.get(("term", path), []), C, full, f)
     return terms.Call(t.fn, args, tuple((k, kw[k]) for k, _ in t.kw))
 
 
 def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations: dict[str, Relation],
-           classes, where: str, limits: Limits) -> tuple[Graph, Graph, dict[str, Relation], dict]:
-    """Check a claimed reduction; return the reduced graphs and relations and their JSON values."""
-    C = constraints(spec, impl, relations)
-    full = check(C, parse_classes(classes, C, where))
+           classes, where: str, limits: Limits, second: frozenset = frozenset(),
+           C: Constraints | None = None) -> tuple[Graph, Graph, dict[str, Relation], dict]:
+    """Check a claimed reduction (the classes in ``second`` at their second divisor); return the reduced graphs
+    and relations and their JSON values."""
+    C = C or constraints(spec, impl, relations)
+    full = check(C, parse_classes(classes, C, where, second))
     out: dict[str, dict] = {}
     for side, g, obj in (("spec", spec, spec_json), ("impl", impl, impl_json)):
         out[side] = new = copy.deepcopy(obj)
@@ -258,7 +274,7 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
         for raw in new["nodes"]:
             if (side, raw["name"]) in C.sites:
                 _rewrite(raw["attrs"], C.sites[(side, raw["name"])], C, full)
-    rels = {kind: {s: [str(_rescale_term(e, f"{kind}:{s}#{k}", C, full)) for k, e in enumerate(es)]
+    rels = {kind: {s: [str(rescale_term(e, f"{kind}:{s}#{k}", C, full)) for k, e in enumerate(es)]
                    for s, es in rel.items()} for kind, rel in relations.items()}
     try:
         rspec = parse_graph(out["spec"], f"{where}: reduced spec", limits)
@@ -273,3 +289,30 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
 def volume(g: Graph) -> int:
     """Elements over all tensors of a graph (how much a reduction saves)."""
     return sum(math.prod(t.shape) for t in g.tensors.values())
+
+
+# Ops through which a value made by a sum stays affine in it: moves, sums, +, -, and * or / by a free value.
+AFFINE = {"add", "sub", "neg", "mul", "div", "sum", "view", "reshape", "_unsafe_view", "permute", "transpose", "t",
+          "unsqueeze", "squeeze", "expand", "slice", "cat", "clone", "all_reduce", "wait_tensor", "reduce_scatter_tensor",
+          "all_gather_into_tensor"}
+
+
+def affine(C: Constraints, members: set[Axis], *graphs: tuple[str, Graph]) -> str | None:
+    """The first node (None: none) at which the local graphs stop being affine in their sums over ``members``
+    (agda/ShapeReduction/Summed.agda): a value is along them ("a"), made by a sum over them ("s") or free of
+    both ("f"); a sum reads no "s" and makes floats, an "s" meets only "f" values, through ``AFFINE``."""
+    for side, g in graphs:
+        kind = {t: "a" if any((side, t, k) in members for k in range(len(v.shape))) else "f"
+                for t, v in g.tensors.items()}
+        for n in g.nodes:
+            ins, op = [kind[t] for t in n.inputs if t], n.target.split(".")[-2:][0]
+            summed = any(a in members for a in C.sums.get((side, n.name), ()))
+            s = summed or "s" in ins
+            bad = ("s" in ins or any(g.tensors[t].is_int for t in n.outputs) if summed else
+                   op not in AFFINE or "a" in ins or op in ("mul", "div") and (ins.count("s") > 1 or op == "div"
+                                                                             and ins[0] != "s") if s else
+                   "a" in ins and any(kind[t] == "f" for t in n.outputs))
+            if bad or s and any(kind[t] == "a" for t in n.outputs):
+                return f"{side} node '{n.name}' ({n.target})"
+            kind.update((t, "s") for t in n.outputs if s)
+    return None

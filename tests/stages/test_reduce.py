@@ -24,15 +24,16 @@ def _apply(case: Case, classes):
     return shapes.reduce(case.spec, case.impl, r.spec, r.impl, rels, classes, "test", Limits())
 
 
-def test_tp_mlp_reduces_its_map_axes_and_keeps_contracted_ones():
+def test_tp_mlp_reduces_every_axis_and_its_summed_ones_at_two_divisors():
     case = workloads.tp_mlp(world=2, tokens=4, dim=8, hidden=16)
     red = reduce_case(case)
     got = {(a[0], a[1], a[2]): red.sizes[tuple(a)] for c in red.classes for a in c["axes"]}
+    second = {(a[0], a[1], a[2]): c.get("second") for c in red.classes for a in c["axes"]}
     assert got[("spec", "X", 0)] == (4, 2) and got[("spec", "W2", 0)] == (8, 2)  # tokens, output features
-    assert got[("impl", "w2@r0", 0)] == (8, 2)
-    assert ("spec", "W1", 0) not in got and ("spec", "X", 1) not in got  # contracted: full size
-    assert any("contracted" in c["reason"] for c in red.kept)
-    assert red.volume[1] < red.volume[0] / 1.9
+    assert got[("impl", "w2@r0", 0)] == (8, 2) and second[("spec", "X", 0)] is None
+    assert got[("spec", "W1", 0)] == (16, 4) and got[("spec", "X", 1)] == (8, 2)  # contracted: summed
+    assert second[("spec", "W1", 0)] == second[("spec", "X", 1)] == 2   # checked again at 4 and 8
+    assert red.kept == [] and red.volume[1] < red.volume[0] / 10
     assert red.case.input_relation["W1"] == ["concat(w1@r0, w1@r1, dim=0)"]
     assert verify_staged(case).verified
 

@@ -10,9 +10,11 @@ tie, a pin or a divisibility. ``certificates.shapes.reduce`` then rewrites (and 
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
-from certificates import shapes
+from certificates import shapes, terms
 from certificates.errors import LimitExceeded, Unsupported
 from certificates.limits import Limits
 
@@ -26,14 +28,22 @@ Axis = shapes.Axis
 @dataclass
 class Reduction:
     case: Case                                   # the reduced case
-    classes: list[dict]                          # [{"divisor", "full", "reason", "axes"}] (certificate form)
+    classes: list[dict]                          # [{"divisor", "second"?, "full", "reason", "axes"}] (certificate form)
     kept: list[dict] = field(default_factory=list)                    # classes at full size, same form
     sizes: dict[Axis, tuple[int, int]] = field(default_factory=dict)  # real axis -> (full, reduced)
     volume: tuple[int, int] = (0, 0)             # elements over all tensors, full and reduced
+    full: tuple = ()                             # the full-size (spec, impl, relations) the classes reduce
 
 
-def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str]]:
-    """A divisor and a reason per divisor class (``C.divisor_classes``), keyed by every member axis."""
+def _divisors(C: shapes.Constraints, ms: list[Axis], g: int) -> list[int]:
+    """Divisors of ``g`` that leave every member of ``ms`` at least 2 blocks, largest first."""
+    cap = min(C.size[m] // (2 * C.blocks(m)) for m in ms)
+    return [k for k in range(min(g, cap), 0, -1) if g % k == 0]
+
+
+def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str, int]]:
+    """A divisor, a reason and a second divisor (0: none; summed classes need one) per divisor class
+    (``C.divisor_classes``), keyed by every member axis."""
     cls = C.divisor_classes()
     members: dict[Axis, list[Axis]] = {}
     for a in C.size:
@@ -43,18 +53,19 @@ def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str]]:
         units.setdefault(cls[a], []).append((C.size[a], C.blocks(a)))
     for a, v, _ in C.scaled:
         units[cls[a]].append((v, C.blocks(a)))
-    out: dict[Axis, tuple[int, str]] = {}
+    summed = {a for axes in C.sums.values() for a in axes}
+    out: dict[Axis, tuple[int, str, int]] = {}
     for root, ms in members.items():
         pin = next((C.pins[m] for m in ms if m in C.pins), None)
         if pin or any(n % g for n, g in units[root]):
-            out[root] = (1, f"full size: {pin or 'a size or offset splits a reshape block'}")
+            out[root] = (1, f"full size: {pin or 'a size or offset splits a reshape block'}", 0)
             continue
         g = math.gcd(*[n // k for n, k in units[root]])
-        cap = min(C.size[m] // (2 * C.blocks(m)) for m in ms)
-        d = max((k for k in range(1, min(g, cap) + 1) if g % k == 0), default=1)
-        small = min(C.size[m] for m in ms)
-        out[root] = (d, f"gcd {g} of sizes and offsets (in blocks), smallest member {small} kept >= 2 blocks"
-                        if d > 1 else f"kept: gcd {g}, smallest member {small}")
+        ds, small = _divisors(C, ms, g) or [1], min(C.size[m] for m in ms)
+        second = (ds[1:] or [1])[0] if ds[0] > 1 and summed & set(ms) else 0
+        out[root] = (ds[0], f"gcd {g} of sizes and offsets (in blocks), smallest member {small} kept >= 2 blocks"
+                     + (f"; summed: checked again at divisor {second}" if second else "")
+                     if ds[0] > 1 else f"kept: gcd {g}, smallest member {small}", second)
     return {a: out[r] for a, r in cls.items()}
 
 
@@ -71,8 +82,9 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
                                     f"{why or 'no axis reduces further'}")
 
 
-def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
-    """The reduced case, with its classes (for the certificate) and the axis size map."""
+def reduce_case(case: Case, limits: Limits | None = None, pins: dict[Axis, str] | None = None) -> Reduction:
+    """The reduced case, with its classes (for the certificate) and the axis size map; ``pins``: axes to keep
+    at full size besides the checker's (a summed class whose stages were not affine)."""
     limits = limits or Limits()
     r = direct.prepare(case, UNBOUNDED)   # shapes only: the reduced case must fit ``limits`` (``_fits``)
     rels = {"input": r.inputs, "output": r.expect}
@@ -80,13 +92,16 @@ def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
         C = shapes.constraints(r.spec, r.impl, rels)
     except shapes.Unjustified as e:   # e.g. a scaled relation: its constant would not be rescaled
         raise Unsupported(f"{case.name}: shape reduction: {e} (verify without --staged)") from None
+    for a, why in (pins or {}).items():
+        C.pin(a, why)
     divisors = solve(C)
     classes: dict[Axis, dict] = {}
     cls = C.divisor_classes()
     for a in C.size:
         root = cls[a]
-        d, why = divisors[a]
-        c = classes.setdefault(root, {"divisor": d, "full": C.size[a], "reason": why, "axes": []})
+        d, why, second = divisors[a]
+        c = classes.setdefault(root, {"divisor": d, **({"second": second} if second else {}), "full": C.size[a],
+                                      "reason": why, "axes": []})
         if a[0] != "term":
             c["axes"].append(list(a))
     listed = [c for c in classes.values() if c["divisor"] > 1 and c["axes"]]
@@ -103,4 +118,34 @@ def reduce_case(case: Case, limits: Limits | None = None) -> Reduction:
                 sizes[(side, t, k)] = (n, rg.tensors[t].shape[k])
     kept = [c for c in classes.values() if c["divisor"] == 1 and c["axes"] and c["full"] > 1]
     return Reduction(reduced, listed, kept, sizes,
-                     (shapes.volume(r.spec) + shapes.volume(r.impl), shapes.volume(rspec) + shapes.volume(rimpl)))
+                     (shapes.volume(r.spec) + shapes.volume(r.impl), shapes.volume(rspec) + shapes.volume(rimpl)),
+                     (r.spec, r.impl, rels))
+
+
+def lift(red: Reduction, rel: dict[str, list], rspec, rimpl) -> dict[str, list]:
+    """A relation found on the reduced graphs at full size: each constant counted along an axis (and each
+    reshape size) times that axis' divisor, read from the real axes of its class. Equations that do not keep
+    to the reduction at full size (``keeps``) are left out."""
+    C = shapes.constraints(rspec, rimpl, {"evidence": rel})
+    cls, times = C.divisor_classes(), {}
+    for a in C.size:
+        if a[0] != "term":
+            times.setdefault(cls[a], red.sizes[a][0] // red.sizes[a][1])
+    full = {a: times.get(cls[a], 1) for a in C.size}
+    out = {t: [shapes.rescale_term(e, f"evidence:{t}#{k}", C, full, operator.mul) for k, e in enumerate(es)]
+           for t, es in rel.items()}
+    return {t: [e for e in es if keeps(red, t, e)] for t, es in out.items()}
+
+
+def keeps(red: Reduction, t: str, e: terms.Term) -> bool:
+    """Whether the equation ``t = e`` (at full size) keeps, on its own, to the divisors of ``red``: e.g. a
+    reshape found at reduced sizes that flattens a reduced axis into another is refused at full size."""
+    spec, impl, _ = red.full
+    def stub(g, names):
+        return SimpleNamespace(tensors={n: g.tensors[n] for n in names}, nodes=[])
+    try:
+        C = shapes.constraints(stub(spec, [t]), stub(impl, terms.refs(e)), {"evidence": {t: [e]}})
+        shapes.check(C, {a: red.sizes[a][0] // red.sizes[a][1] for a in C.size if a[0] != "term"})
+    except shapes.Unjustified:
+        return False
+    return True

@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import hashlib
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -26,16 +27,19 @@ from typing import Any, Callable
 import numpy as np
 
 from certificates import terms
-from certificates.chain import Chain, decide, integer_ranges, key, obligation
-from certificates.errors import CheckError, Unsupported
+from certificates.chain import Chain, decide, key, obligation
+from certificates.errors import CheckError, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
+from certificates.shapes import Unjustified
+from certificates.stages import Reduced, key as stage_key
 
 from .. import direct
 from ..case import Case
+from ..ir import UNBOUNDED
 from ..refine import Inference, infer
-from .reduce import Reduction, reduce_case
+from .reduce import Reduction, lift, reduce_case
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -77,9 +81,7 @@ class _Reusing(Chain):
 @dataclass
 class Stage:
     op: str | None                      # spec operator; None: the expectations
-    rin: Relation                       # relations of the operator's inputs (or of the expected tensors)
-    rout: Relation                      # the relations it proves
-    key: str = ""                       # sha256 of the canonical obligation
+    key: str = ""                       # the checker's key of its obligations (``certificates.stages.key``)
     rep: int = 0                        # index of the stage that proves this one
     outcomes: list[Outcome] = field(default_factory=list)
 
@@ -94,6 +96,8 @@ class StagedResult:
     seconds: dict[str, float] = field(default_factory=dict)
     failure: str | None = None
     proved: dict[str, list[tuple]] = field(default_factory=dict)  # verdicts by stage key
+    relation: dict = field(default_factory=dict)  # the relation found, at full size (the certificate's)
+    claimed: dict = field(default_factory=dict)   # the claim's output relation
 
     @property
     def verified(self) -> bool:
@@ -104,66 +108,76 @@ class StagedResult:
         return sum(1 for i, s in enumerate(self.stages) if s.rep == i)
 
 
-def plan(inf: Inference) -> list[Stage]:
-    """The stages of an inference: one per step in order, then the expectations; deduplicated."""
-    r, rel = inf.prepared, inf.relation
-    by_name = {n.name: n for n in r.spec.nodes}
-    stages = []
-    for name in inf.steps:
-        node = by_name[name]
-        stages.append(Stage(name, {t: rel[t] for t in dict.fromkeys(node.inputs) if t is not None},
-                            {t: rel[t] for t in node.outputs}))
-    goal = {**r.expect, **{t: rel[t] for t in r.spec.outputs if t not in r.expect}}  # the claim's order
-    stages.append(Stage(None, {t: rel[t] for t in goal}, goal))
-    ranges, first = integer_ranges(r.impl), {}
+def reduced(res: StagedResult) -> tuple[Reduced, dict]:
+    """The checker's view of a run (``certificates.stages.Reduced``) and its payload for workers: the FULL
+    graphs, the claim's relations and the relation found, lifted to full size."""
+    inf, case, red = res.inference, res.case, res.reduction
+    spec, impl, rels = red.full if red else (inf.prepared.spec, inf.prepared.impl,
+                                             {"input": inf.prepared.inputs, "output": inf.prepared.expect})
+    found = {t: es for t, es in inf.relation.items() if t not in spec.inputs}
+    if red:
+        found = lift(red, found, inf.prepared.spec, inf.prepared.impl)
+        lost = [t for t, es in found.items() if not es]
+        fail_if(lost, Unjustified, f"no relation of '{lost and lost[0]}' found keeps to the shape reduction")
+    output = {**rels["output"], **{t: found[t] for t in spec.outputs if t not in rels["output"]}}
+    payload = ((case.spec, case.impl), {**rels, "output": output, "evidence": found}, red.classes if red else [])
+    return _reduced(payload), payload
+
+
+def plan(res: StagedResult, R: Reduced) -> list[Stage]:
+    """The stages of an inference: one per step in order, then the expectations; deduplicated by the
+    checker's key (``certificates.stages.key``)."""
+    stages, first = [Stage(name) for name in res.inference.steps] + [Stage(None)], {}
     for i, st in enumerate(stages):
-        ls, li, rin, rout = obligation(r.spec, r.impl, st.rin, by_name.get(st.op), st.rout, ranges)
-        st.key = hashlib.sha256(key(ls, li, rin, rout).encode()).hexdigest()
+        st.key = stage_key(R.obligations(st.op))
         st.rep = first.setdefault(st.key, i)
     return stages
 
 
 # ---------------------------------------------------------------- discharging one stage (any process)
 
-_PARSED: list = [None, None]  # (graphs value, its parsed graphs and integer ranges): one cache per process
+_PARSED: list = [None, None]  # (payload, its ``Reduced``): one cache per process
 
 
-def _graphs(graphs: tuple[dict, dict]) -> tuple[Graph, Graph, dict]:
-    if _PARSED[0] is None or any(a is not b for a, b in zip(_PARSED[0], graphs)):
-        spec, impl = parse_graph(graphs[0], "staged spec"), parse_graph(graphs[1], "staged impl")
-        _PARSED[:] = [graphs, (spec, impl, integer_ranges(impl))]
+def _reduced(payload: tuple) -> Reduced:
+    if _PARSED[0] is not payload:
+        (sj, ij), rels, classes = payload
+        spec, impl = parse_graph(sj, "staged spec"), parse_graph(ij, "staged impl")
+        _PARSED[:] = [payload, Reduced((sj, ij), spec, impl, rels, classes, "staged", UNBOUNDED)]
     return _PARSED[1]
 
 
-def discharge(graphs: tuple[dict, dict], op: str | None, rin: Relation, rout: Relation, limits: dict) -> list[tuple]:
-    """Prove one stage; returns ``(spec, expr, elements, methods, failure)`` per equation."""
-    spec, impl, ranges = _graphs(graphs)
-    node = next((n for n in spec.nodes if n.name == op), None)
-    lim = Limits(**limits)
-    ls, li, hyp, goal = obligation(spec, impl, rin, node, rout, ranges)
-    empty = [t for t, es in hyp.items() if not es]
-    try:
-        if empty:
-            raise Unsupported(f"no relation of input '{empty[0]}' can be used: the cone recomputes it")
-        outs = decide(ls, li, hyp, goal, lim)
-    except CheckError as e:
-        outs = [Outcome(s, str(x), failure=str(e)) for s, xs in goal.items() for x in xs]
-    return [(o.spec, o.expr, o.elements, o.methods, o.failure) for o in outs]
+def discharge(payload: tuple, op: str | None, limits: dict) -> list[tuple]:
+    """Prove one stage at every size it is checked at; returns ``(spec, expr, elements, methods, failure)``
+    per equation, elements and methods summed over the sizes."""
+    lim, total = Limits(**limits), None
+    for ls, li, hyp, goal in _reduced(payload).obligations(op):
+        empty = [t for t, es in hyp.items() if not es]
+        try:
+            if empty:
+                raise Unsupported(f"no relation of input '{empty[0]}' can be used: the cone recomputes it")
+            outs = decide(ls, li, hyp, goal, lim)
+        except CheckError as e:
+            outs = [Outcome(s, str(x), failure=str(e)) for s, xs in goal.items() for x in xs]
+        total = outs if total is None else [dataclasses.replace(
+            a, elements=a.elements + b.elements, methods=dict(Counter(a.methods) + Counter(b.methods)),
+            failure=a.failure or b.failure) for a, b in zip(total, outs)]
+    return [(o.spec, o.expr, o.elements, o.methods, o.failure) for o in total]
 
 
-_POOL_GRAPHS: tuple[dict, dict] | None = None
+_POOL_PAYLOAD: tuple | None = None
 
 
-def _init(graphs: tuple[dict, dict]) -> None:
-    global _POOL_GRAPHS
-    _POOL_GRAPHS = graphs
+def _init(payload: tuple) -> None:
+    global _POOL_PAYLOAD
+    _POOL_PAYLOAD = payload
 
 
 def _pooled(task: tuple) -> list[tuple]:
-    return discharge(_POOL_GRAPHS, *task)
+    return discharge(_POOL_PAYLOAD, *task)
 
 
-def _run(graphs: tuple[dict, dict], tasks: list[tuple], jobs: int, executor: str | None,
+def _run(payload: tuple, tasks: list[tuple], jobs: int, executor: str | None,
          tell: Callable[[int], None]) -> list[list[tuple]]:
     """Discharge ``tasks`` in-process, in a local pool, or on a Dask cluster; results in task order."""
     if executor:
@@ -171,7 +185,7 @@ def _run(graphs: tuple[dict, dict], tasks: list[tuple], jobs: int, executor: str
             raise ValueError(f"executor {executor!r}: only dask://HOST:PORT is supported")
         from distributed import Client, as_completed  # optional extra: pip install 'pvcert[dask]'
         with Client(executor.replace("dask://", "tcp://"), timeout=30) as client:
-            g = client.scatter(graphs, broadcast=True)
+            g = client.scatter(payload, broadcast=True)
             futures = [client.submit(discharge, g, *t, pure=False) for t in tasks]
             for k, _ in enumerate(as_completed(futures)):
                 tell(k + 1)
@@ -179,10 +193,10 @@ def _run(graphs: tuple[dict, dict], tasks: list[tuple], jobs: int, executor: str
     if jobs <= 1 or len(tasks) <= 1:
         out = []
         for t in tasks:
-            out.append(discharge(graphs, *t))
+            out.append(discharge(payload, *t))
             tell(len(out))
         return out
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(graphs,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(payload,)) as pool:
         out = []
         for r in pool.map(_pooled, tasks, chunksize=max(1, len(tasks) // (4 * jobs))):
             out.append(r)
@@ -194,18 +208,24 @@ def _pairs(rel: Relation) -> list[tuple[str, terms.Term]]:
     return [(t, e) for t, es in rel.items() for e in es]
 
 
-def _prove(res: StagedResult, case: Case, jobs: int, executor: str | None, limits: Limits,
-           progress: Progress | None) -> bool:
+def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, progress: Progress | None) -> bool:
     """Plan the stages of ``res.inference`` and prove each class once; True if every stage holds."""
     lim = {f.name: getattr(limits, f.name) for f in dataclasses.fields(limits) if f.name != "start"}
-    res.stages = plan(res.inference)
+    try:
+        R, payload = reduced(res)
+        res.stages, res.relation, res.claimed = plan(res, R), payload[1]["evidence"], payload[1]["output"]
+    except Unjustified as e:   # a summed class not affine in some stage: ``verify_staged`` keeps it full
+        if len(e.args) > 1:
+            raise
+        res.failure = f"the relation found at reduced sizes does not hold at full size as found: {e}"
+        return False
     todo = [i for i, s in enumerate(res.stages) if s.rep == i and s.key not in res.proved]
-    tasks = [(res.stages[i].op, res.stages[i].rin, res.stages[i].rout, lim) for i in todo]
+    tasks = [(res.stages[i].op, lim) for i in todo]
     tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
-    for i, outs in zip(todo, _run((case.spec, case.impl), tasks, jobs, executor, tell)):
+    for i, outs in zip(todo, _run(payload, tasks, jobs, executor, tell)):
         res.proved[res.stages[i].key] = outs
-    for st in res.stages:  # a stage's equations come in the order of its representative's
-        st.outcomes = [Outcome(t, str(e), *o[2:]) for (t, e), o in zip(_pairs(st.rout), res.proved[st.key])]
+    for st in res.stages:
+        st.outcomes = [Outcome(*o) for o in res.proved[st.key]]
     bad = next(((st, o) for st in res.stages for o in st.outcomes if not o.holds), None)
     res.failure = bad and f"stage {bad[0].op or 'expectations'}: {bad[1].spec} = {bad[1].expr}: {bad[1].failure}"
     return bad is None
@@ -213,10 +233,23 @@ def _prove(res: StagedResult, case: Case, jobs: int, executor: str | None, limit
 
 def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
                   progress: Progress | None = None, limits: Limits | None = None, seed: int = 0) -> StagedResult:
-    """Verify ``case`` stage by stage on its reduced shapes; see the module docstring."""
-    limits = limits or Limits()
+    """Verify ``case`` stage by stage on its reduced shapes; see the module docstring. A summed class whose
+    stages are not affine in its sums (``certificates.shapes.affine``) is kept at full size and the run redone."""
+    limits, pins = limits or Limits(), {}
+    while True:
+        try:
+            return _attempt(case, jobs, executor, reduce, progress, limits, seed, pins)
+        except Unjustified as e:
+            if len(e.args) < 2:
+                raise
+            why, cls = e.args
+            pins.update({tuple(a): why.split(": ", 1)[1] for a in reduce_case(case, limits, pins).classes[cls]["axes"]})
+
+
+def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress: Progress | None,
+             limits: Limits, seed: int, pins: dict) -> StagedResult:
     t0 = time.monotonic()
-    red = reduce_case(case, limits) if reduce else None
+    red = reduce_case(case, limits, pins) if reduce else None
     work = red.case if red else case
     t1 = time.monotonic()
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None
@@ -227,12 +260,12 @@ def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce
     except direct.ImplFailed:  # the sequential engine reports it
         res = StagedResult(case, red, infer(work, seed, limits, step))
     t2 = time.monotonic()
-    ok = res.inference.verified and _prove(res, work, jobs, executor, limits, progress)
+    ok = res.inference.verified and _prove(res, jobs, executor, limits, progress)
     if not ok:  # the sequential engine proves as it goes: it drops failing candidates or reports the bug
         res.fallback, res.failure, res.stages = True, None, []
         res.inference = infer(work, seed, limits, step, chain=functools.partial(_Reusing, proved=res.proved))
         if res.inference.verified:
-            _prove(res, work, jobs, executor, limits, progress)
+            _prove(res, jobs, executor, limits, progress)
     t3 = time.monotonic()
     res.seconds = {"reduce": t1 - t0, "infer": t2 - t1, "prove": t3 - t2, "total": t3 - t0}
     return res

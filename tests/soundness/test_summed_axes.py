@@ -1,0 +1,228 @@
+"""Summed axes at two divisors (docs/stages.md, "Summed axes"; agda/ShapeReduction/Summed.agda).
+
+A summed or contracted axis is reduced only if every stage that sums over it is affine in its sums
+(``certificates.shapes.affine``) and holds at two reduced sizes. Each attack below is false at full size and
+holds at one reduced size; each is not verified, and its certificate, forged with honest keys, is REJECTed.
+"""
+
+import copy
+import hashlib
+import json
+
+import pytest
+
+from certificates import shapes
+from certificates.errors import CheckError
+from certificates.graph import parse_graph
+from certificates.limits import canonical_bytes
+from certificates.obligations import decide
+from certificates.refinement import parse_relation
+from certificates.replay import replay
+from certificates.stages import Reduced, key
+from verifier import direct, workloads
+from verifier.case import Case
+from verifier.certificate import artifact
+from verifier.ir import GraphBuilder
+from verifier.stages.certificate import staged_certificate
+from verifier.stages.run import verify_staged
+
+
+def offset_trap(n: int) -> Case:
+    """``sum(X)`` against ``sum(x + 1/2) - 1``: affine in the sum, equal at length 2 only."""
+    s = GraphBuilder("sum", 1)
+    s.input("X", [3, n], "activation")
+    s.node("aten.sum.dim_IntList", ["X"], "Y", dim=[1])
+    s.output("Y")
+    g = GraphBuilder("sum_shifted", 1)
+    g.input("x", [3, n], "activation")
+    g.node("aten.add.Tensor", ["x"], "t", other=0.5)
+    g.node("aten.sum.dim_IntList", ["t"], "s", dim=[1])
+    g.node("aten.sub.Tensor", ["s"], "y", other=1)
+    g.output("y")
+    return Case("offset_trap", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def squares(n: int) -> Case:
+    """``sum(X)`` against ``(s0 + s1)^2 - s0^2 - s1^2 - 2 s0 s1 + s0 + s1`` over two halves: correct at every
+    length, not affine in the sums."""
+    s = GraphBuilder("sum", 1)
+    s.input("X", [n], "activation")
+    s.node("aten.sum.default", ["X"], "Y")
+    s.output("Y")
+    g = GraphBuilder("squares", 1)
+    for h in (0, 1):
+        g.input(f"x{h}", [n // 2], "activation")
+        g.node("aten.sum.default", [f"x{h}"], f"s{h}")
+        g.node("aten.pow.Tensor_Scalar", [f"s{h}"], f"q{h}", exponent=2)
+    g.node("aten.add.Tensor", ["s0", "s1"], "a")
+    g.node("aten.pow.Tensor_Scalar", ["a"], "aa", exponent=2)
+    g.node("aten.mul.Tensor", ["s0", "s1"], "m")
+    g.node("aten.mul.Tensor", ["m"], "m2", other=2)
+    g.node("aten.sub.Tensor", ["aa", "q0"], "d0")
+    g.node("aten.sub.Tensor", ["d0", "q1"], "d1")
+    g.node("aten.sub.Tensor", ["d1", "m2"], "d2")
+    g.node("aten.add.Tensor", ["d2", "a"], "y")
+    g.output("y")
+    return Case("squares", s.build(), g.build(), {"X": ["concat(x0, x1, dim=0)"]}, {"Y": ["y"]})
+
+
+def _replay(cert: dict, tmp_path) -> tuple[bool, str]:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cert))
+    try:
+        [r] = replay(str(path))
+    except CheckError as e:
+        return False, str(e)
+    return r.ok, r.detail
+
+
+def forge(full: Case, small: Case, classes: list) -> dict:
+    """A certificate for ``full`` from a run of ``small`` (same names, one summed axis smaller, relations that
+    do not depend on sizes), claiming ``classes``; its hashes, stage keys and element counts recomputed as
+    the checker derives them."""
+    res = verify_staged(small, reduce=False)
+    assert res.verified, "the attack must hold at the reduced size"
+    cert = staged_certificate(res)
+    ev = cert["evidence"][full.name] = cert["evidence"].pop(small.name)
+    cert["claims"][0]["id"] = full.name
+    cert["subject"]["artifacts"] = [artifact("spec", full.spec), artifact("impl", full.impl)]
+    ev["reduction"]["classes"] = classes
+    spec, impl = parse_graph(full.spec, "spec"), parse_graph(full.impl, "impl")
+    r = direct.prepare(full, direct.Limits())   # the relations found are the same text at both sizes here
+    rels = {"input": r.inputs, "output": r.expect, "evidence": parse_relation(ev["relation"], spec, impl, "", False)}
+    try:
+        R = Reduced((full.spec, full.impl), spec, impl, rels, classes, "forge", direct.Limits())
+        out = R.at(frozenset())[3]
+        ev["reduced_sha256"] = {s: hashlib.sha256(canonical_bytes(out[s])).hexdigest() for s in ("spec", "impl")}
+        for st in ev["stages"]:
+            obls = R.obligations(st["op"])
+            st["key"] = key(obls)
+            st["elements"] = sum(o.elements for ob in obls for o in decide(*ob, direct.Limits()))
+    except shapes.Unjustified:   # the checker stops there too
+        pass
+    return cert
+
+
+def _axes(case: Case, axis: int) -> list:
+    return [[side, t, axis] for side, g in (("spec", case.spec), ("impl", case.impl))
+            for t, v in g["tensors"].items() if len(v["shape"]) > axis and v["shape"][axis] > 1]
+
+
+def test_an_offset_outside_the_sum_is_refuted_at_the_second_divisor(tmp_path):
+    full = offset_trap(8)
+    res = verify_staged(full)
+    assert not res.verified and res.reduction.classes[0]["second"] == 2   # holds at 2 elements, not at 4
+    one = [{"divisor": 4, "axes": _axes(full, 1)}]
+    ok, why = _replay(forge(full, offset_trap(2), one), tmp_path)
+    assert not ok and "summed: reduced only with a second divisor" in why, why
+    ok, why = _replay(forge(full, offset_trap(2), [{**one[0], "second": 2}]), tmp_path)
+    assert not ok and "stage #0 (n0)" in why, why
+
+
+def test_a_power_of_sums_in_one_stage_keeps_the_axis_full(tmp_path):
+    """Correct, but not affine in its sums inside one stage: the axis is decided at full length; a
+    certificate that reduces it at two divisors anyway is rejected."""
+    full = squares(16)
+    res = verify_staged(full)
+    assert res.verified and res.reduction.classes == []
+    assert "summed, not affinely at impl node" in res.reduction.kept[0]["reason"]
+    assert _replay(staged_certificate(res), tmp_path)[0]
+    classes = [{"divisor": 2, "second": 4, "axes": _axes(full, 0)}]
+    ok, why = _replay(forge(full, squares(8), classes), tmp_path)
+    assert not ok and "summed, not affinely at impl node" in why, why
+
+
+def test_the_checker_reads_the_two_divisors_strictly(tmp_path):
+    cert = staged_certificate(verify_staged(workloads.tp_mlp(world=2, tokens=4, dim=8, hidden=16)))
+    assert _replay(cert, tmp_path)[0]
+    classes = cert["evidence"]["tp_mlp"]["reduction"]["classes"]
+    summed = next(i for i, c in enumerate(classes) if c.get("second"))
+    for edit, expect in [(lambda c: c.pop("second"), "reduced only with a second divisor"),
+                         (lambda c: c.update(second=c["divisor"]), "no 'second' divisor or another int"),
+                         (lambda c: c.update(second=True), "no 'second' divisor or another int"),
+                         (lambda c: c.update(second=-1), "no 'second' divisor or another int"),
+                         (lambda c: c.update(second=3), "cannot be divided by 3"),
+                         (lambda c: c.update(second=1), "its key is not the key of its obligation")]:
+        bad = copy.deepcopy(cert)
+        edit(bad["evidence"]["tp_mlp"]["reduction"]["classes"][summed])
+        ok, why = _replay(bad, tmp_path)
+        assert not ok and expect in why, (expect, why)
+
+
+def test_a_contraction_with_a_bias_and_an_all_reduce_is_reduced_at_two_divisors(tmp_path):
+    """Row-parallel linear with its bias after the all-reduce (Megatron's RowParallelLinear): the bias is
+    the part free of the contracted axis that the second divisor is there for."""
+    def build(world: int) -> dict:
+        b = GraphBuilder(f"row_parallel_{world}", world)
+        for r in range(world):
+            b.input(f"a@r{r}", [4, 16 // world], "activation", rank=r)
+            b.input(f"w@r{r}", [6, 16 // world], "parameter", rank=r)
+            b.input(f"c@r{r}", [6], "parameter", rank=r)
+            b.node("aten.linear.default", [f"a@r{r}", f"w@r{r}"], f"p@r{r}", rank=r)
+        b.node("_c10d_functional.all_reduce.default", [f"p@r{r}" for r in range(world)],
+               [f"q@r{r}" for r in range(world)], group=list(range(world)), reduce_op="sum", name="ar")
+        for r in range(world):
+            b.node("aten.add.Tensor", [f"q@r{r}", f"c@r{r}"], f"y@r{r}", rank=r)
+        b.output(*[f"y@r{r}" for r in range(world)])
+        return b.build()
+    s = GraphBuilder("linear", 1)
+    for t, shape in (("A", [4, 16]), ("W", [6, 16]), ("C", [6])):
+        s.input(t, shape, "activation" if t == "A" else "parameter")
+    s.node("aten.linear.default", ["A", "W", "C"], "Y")
+    s.output("Y")
+    case = Case("row_parallel", s.build(), build(2), {"A": ["concat(a@r0, a@r1, dim=1)"],
+                "W": ["concat(w@r0, w@r1, dim=1)"], "C": ["c@r0", "c@r1"]}, {"Y": ["y@r0", "y@r1"]})
+    res = verify_staged(case)
+    assert res.verified
+    k = next(c for c in res.reduction.classes if ["spec", "A", 1] in c["axes"])
+    assert (k["divisor"], k["second"]) == (4, 2)
+    ok, why = _replay(staged_certificate(res), tmp_path)
+    assert ok, why
+
+
+def test_the_affine_rule_names_each_way_out():
+    """``shapes.affine`` on small graphs: what stays affine, and the first node that does not."""
+    def graph(*nodes, dtype: str = "float32") -> tuple:
+        b = GraphBuilder("g", 1)
+        b.input("x", [4, 6], "activation", dtype=dtype, **({"range": (0, 3)} if dtype == "int64" else {}))
+        b.input("z", [4], "activation")
+        for target, ins, out, kw in nodes:
+            b.node(target, ins, out, **kw)
+        b.output(nodes[-1][2])
+        g = parse_graph(b.build(), "g")
+        C = shapes.constraints(g, g, {})
+        cls = C.divisor_classes()
+        return C, {a for a in C.size if a[0] == "spec" and cls[a] == cls[("spec", "x", 1)]}, g
+    S = ("aten.sum.dim_IntList", ["x"], "s", {"dim": [1]})
+    ok = [[S, ("aten.mul.Tensor", ["s", "z"], "y", {})],
+          [S, ("aten.add.Tensor", ["s", "z"], "y", {})],
+          [S, ("aten.div.Tensor", ["s", "z"], "y", {})],
+          [S, ("aten.neg.default", ["s"], "y", {})],
+          [("aten.exp.default", ["x"], "e", {}), ("aten.sum.dim_IntList", ["e"], "y", {"dim": [1]})]]
+    bad = [([S, ("aten.mul.Tensor", ["s", "s"], "y", {})], "aten.mul.Tensor"),
+           ([S, ("aten.div.Tensor", ["z", "s"], "y", {})], "aten.div.Tensor"),
+           ([S, ("aten.exp.default", ["s"], "y", {})], "aten.exp.default"),
+           ([("aten.sum.dim_IntList", ["x"], "s", {"dim": [1], "keepdim": True}),
+             ("aten.sub.Tensor", ["x", "s"], "y", {})], "aten.sub.Tensor"),
+           ([S, ("aten.add.Tensor", ["s", "z"], "t", {}), ("aten.sum.dim_IntList", ["t"], "y", {"dim": [0]}),
+             ("aten.mul.Tensor", ["y", "y"], "w", {})], "'n3'"),
+           ([("aten.amax.default", ["x"], "y", {"dim": [1]})], "aten.amax.default")]
+    for nodes in ok:
+        C, members, g = graph(*nodes)
+        assert shapes.affine(C, members, ("spec", g)) is None, nodes
+    for nodes, where in bad:
+        C, members, g = graph(*nodes)
+        why = shapes.affine(C, members, ("spec", g))
+        assert why and where in why, (nodes, why)
+    C, members, g = graph(S, dtype="int64")   # sums of integers wrap: not a torsion-free ring
+    assert "aten.sum.dim_IntList" in shapes.affine(C, members, ("spec", g))
+
+
+def test_newtons_identity_at_two_lengths_below_its_degree_is_rejected(tmp_path):
+    """A plain sum against ``p1 + 24 e4`` (in power sums) holds at lengths 2 and 3: two divisors alone would
+    accept it at 12; the affine rule refuses the powers of sums."""
+    from test_shape_reduction import newton_trap
+    full = newton_trap(4, 12, "pow", "pow", False)
+    classes = [{"divisor": 6, "second": 4, "axes": _axes(full, 0)}]
+    ok, why = _replay(forge(full, newton_trap(4, 2, "pow", "pow", False), classes), tmp_path)
+    assert not ok and "summed, not affinely at impl node" in why, why
