@@ -9,6 +9,7 @@ import Confluence.Corollaries
 import ShapeReduction.SIMD
 import ShapeReduction.Reduction
 import ShapeReduction.MapAxis
+import ShapeReduction.Summed
 import Composition.Clean
 import Composition.Chain
 import Confluence.TruePositives

@@ -346,34 +346,28 @@ def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: 
 def describe_graphs(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], low: set, prefix: str = "") -> list:
     """What an accepted graph claim states (``replay.describe``): graphs with their sha256, relations (digest, count,
     first three), integer ranges, assumptions, reduced sizes, blocks; the 16-bit dtypes of its graphs join ``low``."""
+    def some(items: list, n: int, sep: str = ", ") -> str:
+        return sep.join(items[:n]) + (" ..." if len(items) > n else "")
     out = []
-    for side in ("spec", "impl"):
-        if isinstance(claim.get(side), str):
-            g = arts[claim[side]][1]
-            low |= {t["dtype"] for t in g["tensors"].values()} & {"float16", "bfloat16"}
-            out.append(f"{side} '{g['name']}' sha256 {sha[claim[side]][:12]}")
-            ranges = [f"{n} in [{g['tensors'][n]['range'][0]}, {g['tensors'][n]['range'][1]})" for n in g["inputs"]
-                      if "range" in g["tensors"][n] and "float" not in g["tensors"][n]["dtype"]]   # floats: sampling
-            if ranges and side == "spec":
-                out.append(f"integer ranges (of the spec, carried to the impl): {', '.join(ranges[:6])}"
-                           f"{' ...' if len(ranges) > 6 else ''}")
-    for key in ("input_relation", "output_relation"):
-        if isinstance(claim.get(key), dict):
-            rel = claim[key]
-            first = "; ".join(f"{k} = {v[0]}{f' (+{len(v) - 1} more)' if len(v) > 1 else ''}"
-                              for k, v in list(rel.items())[:3])
-            digest = hashlib.sha256(canonical_bytes(rel)).hexdigest()[:12]
-            out.append(f"{key} sha256 {digest} ({len(rel)}): {first}{' ...' if len(rel) > 3 else ''}")
-    for key in ("approximations", "assumptions"):
-        if claim.get(key):
-            out.append(f"assuming {key} {json.dumps(claim[key], separators=(',', ':'))[:1000]}")
+    for side in [s for s in ("spec", "impl") if isinstance(claim.get(s), str)]:
+        g = arts[claim[side]][1]
+        low |= {t["dtype"] for t in g["tensors"].values()} & {"float16", "bfloat16"}
+        out.append(f"{side} '{g['name']}' sha256 {sha[claim[side]][:12]}")
+        ranges = [f"{n} in [{t['range'][0]}, {t['range'][1]})" for n in g["inputs"]
+                  if "range" in (t := g["tensors"][n]) and "float" not in t["dtype"]]   # floats: sampling
+        if ranges and side == "spec":
+            out.append(f"integer ranges (of the spec, carried to the impl): {some(ranges, 6)}")
+    for key in [k for k in ("input_relation", "output_relation") if isinstance(claim.get(k), dict)]:
+        rel = claim[key]
+        first = [f"{k} = {v[0]}{f' (+{len(v) - 1} more)' if len(v) > 1 else ''}" for k, v in rel.items()]
+        digest = hashlib.sha256(canonical_bytes(rel)).hexdigest()[:12]
+        out.append(f"{key} sha256 {digest} ({len(rel)}): {some(first, 3, '; ')}")
+    out += [f"assuming {k} {json.dumps(claim[k], separators=(',', ':'))[:1000]}"
+            for k in ("approximations", "assumptions") if claim.get(k)]
     classes = evidence.get("reduction", {}).get("classes") if evidence.get("method") == "staged" else None
-    if classes:
-        sizes = [f"divided by {c['divisor']}" + (f" and by {c['second']}" if c.get("second") else "")
-                 + f" on {len(c['axes'])} axes ({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})"
-                 for c in classes[:4]]
-        out.append(f"checked at reduced sizes (the claim is at full size): {'; '.join(sizes)}"
-                   f"{' ...' if len(classes) > 4 else ''}")
+    sizes = [f"divided by {c['divisor']}" + (f" and by {c['second']}" if c.get("second") else "") + f" on "
+             f"{len(c['axes'])} axes ({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})" for c in classes or []]
+    out += [f"checked at reduced sizes (the claim is at full size): {some(sizes, 4, '; ')}"] if sizes else []
     for kind, block in sorted((claim.get("blocks") or {}).items()):
         out += describe_graphs(block, evidence["blocks"][kind], arts, sha, low, f"block {kind}: ")
     return [prefix + line for line in out]

@@ -140,11 +140,6 @@ def _embedding_rule(C, I, O, a, why) -> None:
     C.bcast(I[1], out[:-1])
 
 
-def _gather_rule(C, I, O, a, why) -> None:
-    for y in I + O:
-        C.tie_all(y, O[0])
-
-
 def _a2a_rule(C, I, O, a, why) -> None:
     _pieces_rule(C, I, O, a, why)
     for key in ("output_split_sizes", "input_split_sizes"):  # lists per member: never scaled
@@ -203,7 +198,7 @@ RULES: dict[str, Callable] = {t: rule for targets, rule in (
     ("aten.nll_loss_backward.default", _loss_rule(ref=1, reductions=(0, 2))),
     # operands broadcast: elementwise unless reduced
     ("aten.mse_loss.default", lambda C, I, O, a, why: _ew_rule(C, I, O, a, why) if a["reduction"] == 0 else False),
-    ("_c10d_functional.all_gather_into_tensor.default _c10d_functional.reduce_scatter_tensor.default", _gather_rule),
+    ("_c10d_functional.all_gather_into_tensor.default _c10d_functional.reduce_scatter_tensor.default", _pieces_rule),
     ("_c10d_functional.all_to_all_single.default", _a2a_rule),
     ("aten.native_layer_norm_backward.default", _ln_bwd_rule),
     ("aten.embedding_dense_backward.default", _emb_bwd_rule),

@@ -286,11 +286,6 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
     return rspec, rimpl, parsed, out
 
 
-def volume(g: Graph) -> int:
-    """Elements over all tensors of a graph (how much a reduction saves)."""
-    return sum(math.prod(t.shape) for t in g.tensors.values())
-
-
 # Ops through which a value made by a sum stays affine in it: moves, sums, +, -, and * or / by a free value.
 AFFINE = {"add", "sub", "neg", "mul", "div", "sum", "view", "reshape", "_unsafe_view", "permute", "transpose", "t",
           "unsqueeze", "squeeze", "expand", "slice", "cat", "clone", "all_reduce", "wait_tensor", "reduce_scatter_tensor",

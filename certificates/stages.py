@@ -3,6 +3,7 @@
 
 import hashlib
 import itertools
+import math
 
 from . import graph, obligations, ops_grad, refinement, shapes  # noqa: F401 (its operators: graph.CORE)
 from .graph import Graph
@@ -11,15 +12,12 @@ from .limits import Limits, canonical_bytes
 
 
 def _stage(s, i: int, where: str) -> tuple:
-    w = f"{where}: stage #{i}"
-    if not isinstance(s, dict) or not (s.get("op") is None or isinstance(s.get("op"), str)):
-        raise Malformed(w, "needs 'op' (a spec operator name, or null for the expectations)")
-    by, elements, key = s.get("proved_by"), s.get("elements"), s.get("key")
-    if isinstance(by, bool) or not isinstance(by, int) or not 0 <= by <= i:
-        raise Malformed(w, f"'proved_by' must be the index of this or an earlier stage, not {by!r}")
-    if isinstance(elements, bool) or not isinstance(elements, int) or not isinstance(key, str):
-        raise Malformed(w, "needs an int 'elements' and a string 'key'")
-    return s["op"], by, elements, key
+    op, by, elements, key = (s.get(k) for k in ("op", "proved_by", "elements", "key")) if isinstance(s, dict) else [0] * 4
+    if not (op is None or isinstance(op, str)) or type(by) is not int or not 0 <= by <= i \
+            or type(elements) is not int or not isinstance(key, str):
+        raise Malformed(f"{where}: stage #{i}", "needs 'op' (a spec operator, or null for the expectations), "
+                                                "'proved_by' (this or an earlier stage), an int 'elements', a string 'key'")
+    return op, by, elements, key
 
 
 class Reduced:
@@ -65,16 +63,12 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     spec = obligations.graph_artifact(arts, field(claim, "spec", str, where), where, limits)
     impl = obligations.graph_artifact(arts, field(claim, "impl", str, where), where, limits)
     graph.require_families(graph.CORE, where, spec, impl)
-    rels = {"input": refinement.parse_relation(claim.get("input_relation"), spec, impl,
-                                               f"{where}: input_relation", True, limits),
-            "output": refinement.parse_relation(claim.get("output_relation"), spec, impl,
-                                                f"{where}: output_relation", False, limits),
-            "evidence": refinement.parse_relation(field(evidence, "relation", dict, where), spec, impl,
-                                                  f"{where}: evidence relation", False, limits)}
+    rels = {k: refinement.parse_relation(v, spec, impl, f"{where}: {k} relation", k == "input", limits) for k, v in
+            (("input", claim.get("input_relation")), ("output", claim.get("output_relation")),
+             ("evidence", field(evidence, "relation", dict, where)))}
     fail_if(set(rels["evidence"]) & set(spec.inputs), Malformed, where, "evidence relation redefines a spec input")
     unrelated = [t for t in spec.outputs if t not in rels["output"]]
-    if unrelated:
-        raise Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
+    fail_if(unrelated, Rejected, f"the claim does not relate spec output '{unrelated and unrelated[0]}'")
     fail_if(evidence.get("method") != "staged", Rejected, f"evidence method {evidence.get('method')!r} is not 'staged'")
     classes = field(field(evidence, "reduction", dict, where), "classes", list, where)
     stages = [_stage(s, i, where) for i, s in enumerate(field(evidence, "stages", list, where))]
@@ -92,30 +86,23 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
         raise Rejected(why)
     reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
-    return (f"{spec.name} refined by {impl.name} at reduced shapes ({shapes.volume(rspec) + shapes.volume(rimpl)} "
-            f"of {shapes.volume(spec) + shapes.volume(impl)} elements): {len(stages)} stages, {reps} proved, "
+    volume = [sum(math.prod(t.shape) for g in gs for t in g.tensors.values()) for gs in ((rspec, rimpl), (spec, impl))]
+    return (f"{spec.name} refined by {impl.name} at reduced shapes ({volume[0]} of {volume[1]} elements): "
+            f"{len(stages)} stages, {reps} proved, "
             f"{len(stages) - reps} matched, {obligations.summary(outcomes)}")
 
 
 def _stages(R: Reduced, stages: list[tuple], limits: Limits) -> list:
-    """Check the stages (docs/stages.md, "pvcert replay", steps 2-4); the outcomes of those proved."""
+    """Check the stages (docs/stages.md, "pvcert replay", steps 2-4): one per operator of the reduced spec, in its
+    order, then the expectations; every spec tensor related. Returns the outcomes of the stages proved."""
     rspec, _, red, _ = R.at(frozenset())
-    rel, by_name = {**red["input"], **red["evidence"]}, {n.name: n for n in rspec.nodes}
-    steps = [op for op, *_ in stages[:-1]]
-    if not stages or stages[-1][0] is not None or len(set(steps)) != len(steps) or set(steps) != set(by_name):
-        raise Rejected("stages must list every spec operator exactly once, then the expectations (null)")
-    known, keys, outcomes = set(rspec.inputs), [], []
+    fail_if([op for op, *_ in stages] != [n.name for n in rspec.nodes] + [None], Rejected,
+            "stages must list every spec operator in the order of the graph, then the expectations (null)")
+    missing = [t for t in rspec.tensors if t not in red["input"] and t not in red["evidence"]]
+    fail_if(missing, Rejected, f"spec tensor '{missing and missing[0]}' is not related")
+    keys, outcomes = [], []
     for i, (op, by, elements, digest) in enumerate(stages):
-        node, at = by_name.get(op), f"stage #{i} ({op or 'expectations'})"
-        if node is None:
-            missing = [t for t in red["output"] if t not in rel]
-        else:
-            missing = [t for t in node.inputs if t is not None and t not in known]
-            known.update(node.outputs)
-            missing += [t for t in node.outputs if t not in rel]
-        if missing:
-            raise Rejected(f"{at}: '{missing[0]}' is not related before it")
-        obls = R.obligations(op)
+        at, obls = f"stage #{i} ({op or 'expectations'})", R.obligations(op)
         keys.append(key(obls))
         fail_if(keys[i] != digest, Rejected, f"{at}: its key is not the key of its obligation")
         if by != i:

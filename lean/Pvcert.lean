@@ -3,6 +3,7 @@ import Pvcert.Vec
 import Pvcert.ShapeReduction.SIMD
 import Pvcert.ShapeReduction.Reduction
 import Pvcert.ShapeReduction.MapAxis
+import Pvcert.ShapeReduction.Summed
 import Pvcert.Composition.Clean
 import Pvcert.Composition.Chain
 import Pvcert.Composition.Template

@@ -125,9 +125,9 @@ def reduced(res: StagedResult) -> tuple[Reduced, dict]:
 
 
 def plan(res: StagedResult, R: Reduced) -> list[Stage]:
-    """The stages of an inference: one per step in order, then the expectations; deduplicated by the
-    checker's key (``certificates.stages.key``)."""
-    stages, first = [Stage(name) for name in res.inference.steps] + [Stage(None)], {}
+    """The stages of an inference, as the checker derives them: one per spec operator in graph order, then the
+    expectations; deduplicated by the checker's key (``certificates.stages.key``)."""
+    stages, first = [Stage(n.name) for n in R.at(frozenset())[0].nodes] + [Stage(None)], {}
     for i, st in enumerate(stages):
         st.key = stage_key(R.obligations(st.op))
         st.rep = first.setdefault(st.key, i)
