@@ -345,7 +345,7 @@ def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: 
 
 def describe_graphs(claim: dict, evidence: dict, arts: dict, sha: dict[str, str], low: set, prefix: str = "") -> list:
     """What an accepted graph claim states (``replay.describe``): graphs with their sha256, relations (digest, count,
-    first three), integer ranges, assumptions, reduced sizes, blocks; the 16-bit dtypes of its graphs join ``low``."""
+    first three), integer ranges, assumptions, blocks; the 16-bit dtypes of its graphs join ``low``."""
     def some(items: list, n: int, sep: str = ", ") -> str:
         return sep.join(items[:n]) + (" ..." if len(items) > n else "")
     out = []
@@ -364,10 +364,6 @@ def describe_graphs(claim: dict, evidence: dict, arts: dict, sha: dict[str, str]
         out.append(f"{key} sha256 {digest} ({len(rel)}): {some(first, 3, '; ')}")
     out += [f"assuming {k} {json.dumps(claim[k], separators=(',', ':'))[:1000]}"
             for k in ("approximations", "assumptions") if claim.get(k)]
-    classes = evidence.get("reduction", {}).get("classes") if evidence.get("method") == "staged" else None
-    sizes = [f"divided by {c['divisor']}" + (f" and by {c['second']}" if c.get("second") else "") + f" on "
-             f"{len(c['axes'])} axes ({', '.join(f'{t}[{a}]' for _, t, a in c['axes'][:2])})" for c in classes or []]
-    out += [f"checked at reduced sizes (the claim is at full size): {some(sizes, 4, '; ')}"] if sizes else []
     for kind, block in sorted((claim.get("blocks") or {}).items()):
         out += describe_graphs(block, evidence["blocks"][kind], arts, sha, low, f"block {kind}: ")
     return [prefix + line for line in out]

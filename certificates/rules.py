@@ -58,12 +58,9 @@ def _mm_rule(C, I, O, a, why) -> None:
 
 
 def _linear_rule(C, I, O, a, why) -> None:
-    x, w, out = I[0], I[1], O[0]
-    C.tie(x[-1], w[1]), C.tie(w[0], out[-1])
-    C.sum(x[-1])
-    C.bcast(x[:-1], out[:-1])
+    _mm_rule(C, [I[0], I[1][::-1]], O, a, why)   # x @ w.T
     if len(I) > 2 and I[2]:
-        C.bcast(I[2], out)
+        C.bcast(I[2], O[0])
 
 
 def _red_rule(mean: bool) -> Callable:

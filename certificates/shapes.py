@@ -10,7 +10,7 @@ from . import terms
 from .errors import Malformed
 from .graph import Graph, _fail_if, parse_graph
 from .limits import Limits
-from .ops import _dim, _perm, _swap
+from .ops import _dim
 from .refinement import Relation, parse_relation
 from .rules import RULES
 
@@ -40,7 +40,6 @@ class Constraints:
     grain: dict[Axis, int] = field(default_factory=dict)          # class root -> its one grain (``settle``)
     sites: dict[tuple[str, str], list[Site]] = field(default_factory=dict)  # per node: attributes to rewrite
     sums: dict[tuple[str, str], list[Axis]] = field(default_factory=dict)   # per node: the axes it sums
-    dual: set[Axis] = field(default_factory=set)  # axes of a class checked at two divisors (``parse_classes``)
     node: tuple[str, str] = ("", "")  # (side, node name) or ("term", path) whose rule runs
 
     def find(self, a: Axis) -> Axis:
@@ -62,7 +61,7 @@ class Constraints:
         self.pins.setdefault(a, why)
 
     def sum(self, a: Axis) -> None:
-        """``a`` is summed (a plain sum or a contraction): reduced only at two divisors (``affine``)."""
+        """``a`` is summed (a plain sum or a contraction): reduced only at two divisors (``stages.Reduced``)."""
         self.sums.setdefault(self.node, []).append(a)
 
     def pin_all(self, xs: list[Axis], why: str) -> None:
@@ -136,6 +135,10 @@ def _axes(side: str, name: str, n: int) -> list[Axis]:
     return [(side, name, k) for k in range(n)]
 
 
+TERM_RULES = {"reshape": "aten.view.default", "permute": "aten.permute.default", "transpose": "aten.transpose.int",
+              "slice": "aten.slice.Tensor"}
+
+
 def _term(C: Constraints, t: terms.Term, path: str, shape, scaled: bool) -> list[Axis]:
     """Axes of a clean expression's value: leaves are impl axes, every call makes new ones; ``scaled``: a
     constant factor is a literal (the relation found, checked at every size it is reduced to)."""
@@ -148,21 +151,13 @@ def _term(C: Constraints, t: terms.Term, path: str, shape, scaled: bool) -> list
     out = _axes("term", path, len(sizes))
     C.size.update(zip(out, sizes))
     x, kw, C.node = args[0], dict(t.kw), ("term", path)
-    if t.fn == "reshape":
-        C.reshape(x, out, f"{path}: {t}")
-        C.resize("shape", out)
-    elif t.fn in ("permute", "transpose"):
-        C.tie_all([x[p] for p in (_perm if t.fn == "permute" else _swap)(kw, len(x))], out)
-    else:
-        for y in args:
-            C.tie_all(y, out)
-        if t.fn in ("slice", "pad"):
-            d = _dim(kw["dim"], len(x))
-            if kw.get("step", 1) != 1:
-                C.pin(x[d], f"{path}: strided slice")
-            for key in ("start", "end", "before", "after"):
-                if key in kw:
-                    C.quantity(x[d], kw[key], f"{path}: {t.fn} {key}", key)
+    if t.fn in TERM_RULES:   # as the operator does (its attributes have the term's names)
+        RULES[TERM_RULES[t.fn]](C, [x], [out], kw, f"{path}: {t}")
+        return out
+    for y in args:   # concat, pad, sum, mean, scale: every axis tied across the operands
+        C.tie_all(y, out)
+    for key in ("before", "after") if t.fn == "pad" else ():
+        C.quantity(x[_dim(kw["dim"], len(x))], kw[key], f"{path}: pad {key}", key)
     return out
 
 
@@ -191,8 +186,8 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
 
 
 def parse_classes(obj, C: Constraints, where: str, second: frozenset = frozenset()) -> dict[Axis, int]:
-    """``[{"divisor", "second"?, "axes": [[side, tensor, axis], ...]}, ...]`` as a divisor per real axis: the
-    classes numbered in ``second`` at their second divisor; the axes of classes with one go to ``C.dual``."""
+    """``[{"divisor", "second"?, "axes": [[side, tensor, axis], ...]}, ...]`` as a divisor per real axis (the
+    classes numbered in ``second`` at their second divisor)."""
     _fail_if(not isinstance(obj, list), where, "reduction classes must be a list")
     div: dict[Axis, int] = {}
     for i, c in enumerate(obj):
@@ -201,14 +196,11 @@ def parse_classes(obj, C: Constraints, where: str, second: frozenset = frozenset
             raise Malformed(where, f"reduction class #{i}: needs an int 'divisor' >= 1, a list 'axes' and "
                                    "no 'second' divisor or another int >= 1")
         for ax in axes:
-            ok = isinstance(ax, list) and len(ax) == 3 and all(type(v) in (str, int) for v in ax)
-            a = tuple(ax) if ok else None
+            a = tuple(ax) if isinstance(ax, list) and len(ax) == 3 and all(type(v) in (str, int) for v in ax) else None
             if a is None or a[0] not in ("spec", "impl") or a not in C.size:
                 raise Malformed(where, f"reduction class #{i}: {ax!r} is not an axis of the graphs")
             _fail_if(a in div, where, f"reduction class #{i}: axis {ax!r} is listed twice")
             div[a] = d2 if i in second else d
-            if d2:
-                C.dual.add(a)
     return div
 
 
@@ -229,8 +221,6 @@ def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
                               "(needs >= 2 blocks left)")
         if d > 1 and a in C.pins:
             raise Unjustified(f"axis {list(a)} must keep full size: {C.pins[a]}")
-    for a in {a for axes in C.sums.values() for a in axes if full[a] > 1} - C.dual:
-        raise Unjustified(f"axis {list(a)} is summed: reduced only with a second divisor")
     for a, v, why in C.scaled:
         if full[a] > 1 and v % (full[a] * C.blocks(a)):
             raise Unjustified(f"{why}: {v} is not a multiple of the divisor {full[a]} x blocks of {C.blocks(a)} "
@@ -276,13 +266,10 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
                 _rewrite(raw["attrs"], C.sites[(side, raw["name"])], C, full)
     rels = {kind: {s: [str(rescale_term(e, f"{kind}:{s}#{k}", C, full)) for k, e in enumerate(es)]
                    for s, es in rel.items()} for kind, rel in relations.items()}
-    try:
-        rspec = parse_graph(out["spec"], f"{where}: reduced spec", limits)
-        rimpl = parse_graph(out["impl"], f"{where}: reduced impl", limits)
-        parsed = {kind: parse_relation(rel, rspec, rimpl, f"{where}: reduced {kind} relation", False, limits)
-                  for kind, rel in rels.items()}
-    except Malformed as e:  # the side conditions above should exclude this; never accept it
-        raise Unjustified(f"the reduced graphs do not type-check: {e}") from None
+    # they must type-check again: the side conditions above should make sure they do
+    rspec, rimpl = (parse_graph(out[s], f"{where}: reduced {s} (not justified)", limits) for s in ("spec", "impl"))
+    parsed = {kind: parse_relation(rel, rspec, rimpl, f"{where}: reduced {kind} relation (not justified)", False, limits)
+              for kind, rel in rels.items()}
     return rspec, rimpl, parsed, out
 
 

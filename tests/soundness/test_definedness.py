@@ -232,7 +232,6 @@ def _forge_staged(cert: dict, bug: Pair) -> dict:
                        "key": hashlib.sha256(obligations.key(ls, li, rin, rout).encode()).hexdigest(),
                        "elements": sum(o.elements for o in outs), "methods": {}})
     evidence["stages"] = stages
-    evidence["reduced_sha256"] = {a["id"]: a["sha256"] for a in cert["subject"]["artifacts"]}
     return cert
 
 
