@@ -1,6 +1,8 @@
 """megatron-core (PyPI) layers built for capture on CPU (see docs/capture.md).
 
 ``tp_linears(rank, world)``: ColumnParallelLinear -> GELU -> RowParallelLinear.
+``mlp(rank, world)``: the MLP of that layer spec (megatron.core.transformer.mlp.MLP: column-parallel FC1,
+GELU or SwiGLU, row-parallel FC2), called on ``[sequence, batch, hidden]`` as the layer calls it.
 ``gpt(rank, world)``: a 1-layer GPTModel with the local (non-Transformer-Engine) layer
 spec, dropout off, learned absolute positions; called with explicit position ids and
 a boolean attention mask (True = masked), so no mask is built on a CUDA device.
@@ -42,6 +44,31 @@ def tp_linears(rank: int, world: int, d: int = 4, f: int = 8):
             return y
 
     return Block()
+
+
+def mlp(rank: int, world: int, hidden: int = HIDDEN, ffn: int = 4 * HIDDEN, swiglu: bool = False,
+        bug: str | None = None):
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.spec_utils import build_module
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    tp_setup(world)
+    cfg = TransformerConfig(num_layers=1, hidden_size=hidden, ffn_hidden_size=ffn, num_attention_heads=world,
+                            use_cpu_initialization=True, tensor_model_parallel_size=world, hidden_dropout=0.0,
+                            bias_activation_fusion=False, gradient_accumulation_fusion=False,
+                            gated_linear_unit=swiglu, activation_func=F.silu if swiglu else F.gelu,
+                            add_bias_linear=not swiglu)
+    model = build_module(get_gpt_layer_local_spec().submodules.mlp, config=cfg)
+    if bug == "no_all_reduce":
+        _unreduced(model.linear_fc2)
+    elif bug is not None:
+        raise ValueError(f"unknown bug {bug!r}: no_all_reduce")
+
+    def call(m, x):
+        out, bias = m(x)
+        return out if bias is None else out + bias
+
+    return model, call
 
 
 BUGS = {"no_all_reduce": "the MLP's row-parallel FC2 leaves its partial sums unreduced (a missing all-reduce)",

@@ -10,9 +10,10 @@ tie, a pin or a divisibility. ``certificates.shapes.reduce`` then rewrites (and 
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+
+import numpy as np
 
 from certificates import shapes, terms
 from certificates.errors import LimitExceeded, Unsupported
@@ -128,18 +129,64 @@ def reduce_case(case: Case, limits: Limits | None = None, pins: dict[Axis, str] 
 
 
 def lift(red: Reduction, rel: dict[str, list], rspec, rimpl) -> dict[str, list]:
-    """A relation found on the reduced graphs at full size: each constant counted along an axis (and each
-    reshape size) times that axis' divisor, read from the real axes of its class. Equations that do not keep
-    to the reduction at full size (``keeps``) are left out."""
-    C = shapes.constraints(rspec, rimpl, {"evidence": rel})
-    cls, times = C.divisor_classes(), {}
-    for a in C.size:
-        if a[0] != "term":
-            times.setdefault(cls[a], red.sizes[a][0] // red.sizes[a][1])
-    full = {a: times.get(cls[a], 1) for a in C.size}
-    out = {t: [shapes.rescale_term(e, f"evidence:{t}#{k}", C, full, operator.mul) for k, e in enumerate(es)]
+    """A relation found on the reduced graphs at full size: each constant counted along an axis (slice and pad
+    offsets, reshape sizes) times that axis' divisor, followed from the impl tensors it names. Equations that
+    do not keep to the reduction at full size (``keeps``) are left out."""
+    def divs(name: str) -> list[int]:
+        return [red.sizes[("impl", name, k)][0] // red.sizes[("impl", name, k)][1]
+                for k in range(len(rimpl.tensors[name].shape))]
+    out = {t: [_lift(_plainer(e, rimpl), divs, lambda n: rimpl.tensors[n].shape)[0] for e in es]
            for t, es in rel.items()}
     return {t: [e for e in es if keeps(red, t, e)] for t, es in out.items()}
+
+
+def _plainer(e: terms.Term, g) -> terms.Term:
+    """``reshape(concat(pieces, dim=k), shape)`` as ``concat(pieces, dim=j)`` where that places every element
+    alike (pieces stacked on a size-1 axis, then merged with the next): the reshape would flatten a reduced axis
+    into another, which no reduction allows, while the concat keeps at every size."""
+    if not (isinstance(e, terms.Call) and e.fn == "reshape" and isinstance(c := e.args[0], terms.Call)
+            and c.fn == "concat"):
+        return e
+    labels, n = {}, 0
+    for r in terms.refs(c):
+        labels[r] = np.arange(n, n := n + math.prod(g.tensors[r].shape)).reshape(g.tensors[r].shape)
+    want = terms.evaluate(e, labels.__getitem__)
+    for j in range(len(want.shape)):
+        plain = terms.Call("concat", c.args, (("dim", j),))
+        try:
+            if np.array_equal(terms.evaluate(plain, labels.__getitem__), want):
+                return plain
+        except (terms.TermError, ValueError):
+            continue
+    return e
+
+
+def _lift(t: terms.Term, divs, shape) -> tuple[terms.Term, list[int]]:
+    """``t`` at full size and the divisor of each axis of its value."""
+    if isinstance(t, terms.Ref):
+        return t, divs(t.name)
+    parts = [_lift(a, divs, shape) for a in t.args]
+    d, kw = parts[0][1], dict(t.kw)
+    if t.fn in ("slice", "pad"):
+        k = kw["dim"] % len(d)
+        kw.update({key: kw[key] * d[k] for key in ("start", "end", "before", "after") if key in kw})
+    elif t.fn == "permute":
+        d = [d[i] for i in kw["dims"]]
+    elif t.fn == "transpose":
+        d = list(d)
+        i, j = kw["dim0"] % len(d), kw["dim1"] % len(d)
+        d[i], d[j] = d[j], d[i]
+    elif t.fn == "reshape":   # the checker's grouping: one-to-one axes keep their divisor, a group's outer axis too
+        xs, ys = terms.infer_shape(t.args[0], shape), kw["shape"]
+        C = shapes.Constraints(size={**{("x", "", i): n for i, n in enumerate(xs)},
+                                     **{("y", "", j): n for j, n in enumerate(ys)}})
+        xa, ya = list(C.size)[:len(xs)], list(C.size)[len(xs):]
+        C.reshape(xa, ya, "lift")
+        outer = {b: a for a, b in C.links}
+        d = [1 if y in C.pins else next((d[i] for i, x in enumerate(xa) if C.find(x) == C.find(y) or outer.get(y) == x),
+                                        1) for y in ya]
+        kw["shape"] = tuple(n * k for n, k in zip(ys, d))
+    return terms.Call(t.fn, tuple(p[0] for p in parts), tuple((k, kw[k]) for k, _ in t.kw)), d
 
 
 def keeps(red: Reduction, t: str, e: terms.Term) -> bool:
@@ -151,6 +198,6 @@ def keeps(red: Reduction, t: str, e: terms.Term) -> bool:
     try:
         C = shapes.constraints(stub(spec, [t]), stub(impl, terms.refs(e)), {"evidence": {t: [e]}})
         shapes.check(C, {a: red.sizes[a][0] // red.sizes[a][1] for a in C.size if a[0] != "term"})
-    except shapes.Unjustified:
+    except (shapes.Unjustified, terms.TermError):
         return False
     return True
