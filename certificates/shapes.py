@@ -3,7 +3,6 @@ rules.py, ``reduce`` checks the claimed divisors (docs/stages.md, "What the chec
 
 import copy
 import math
-import operator
 from dataclasses import dataclass, field
 
 from . import terms
@@ -228,24 +227,24 @@ def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
     return full
 
 
-def _rewrite(kw: dict, sites: list[Site], C: Constraints, full: dict[Axis, int], f=operator.floordiv) -> dict:
-    """``kw`` with its recorded constants divided by their axis' divisor (``f``: or multiplied) and shapes reduced."""
+def _rewrite(kw: dict, sites: list[Site], C: Constraints, full: dict[Axis, int]) -> dict:
+    """``kw`` with its recorded constants divided by their axis' divisor and shapes reduced."""
     for key, i, ax in sites:
         v = kw[key]
         if isinstance(ax, list):  # a shape
-            kw[key] = type(v)(n if n == -1 else f(C.size[o], full[o]) for n, o in zip(v, ax))
+            kw[key] = type(v)(n if n == -1 else C.size[o] // full[o] for n, o in zip(v, ax))
         elif i is None:
-            kw[key] = f(v, full[ax])
+            kw[key] = v // full[ax]
         else:
-            kw[key] = type(v)(f(n, full[ax]) if k == i else n for k, n in enumerate(v))
+            kw[key] = type(v)(n // full[ax] if k == i else n for k, n in enumerate(v))
     return kw
 
 
-def rescale_term(t: terms.Term, path: str, C: Constraints, full: dict[Axis, int], f=operator.floordiv) -> terms.Term:
+def _rescale_term(t: terms.Term, path: str, C: Constraints, full: dict[Axis, int]) -> terms.Term:
     if isinstance(t, terms.Ref):
         return t
-    args = tuple(rescale_term(s, f"{path}.{k}", C, full, f) for k, s in enumerate(t.args))
-    kw = _rewrite(dict(t.kw), C.sites.get(("term", path), []), C, full, f)
+    args = tuple(_rescale_term(s, f"{path}.{k}", C, full) for k, s in enumerate(t.args))
+    kw = _rewrite(dict(t.kw), C.sites.get(("term", path), []), C, full)
     return terms.Call(t.fn, args, tuple((k, kw[k]) for k, _ in t.kw))
 
 
@@ -264,7 +263,7 @@ def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations
         for raw in new["nodes"]:
             if (side, raw["name"]) in C.sites:
                 _rewrite(raw["attrs"], C.sites[(side, raw["name"])], C, full)
-    rels = {kind: {s: [str(rescale_term(e, f"{kind}:{s}#{k}", C, full)) for k, e in enumerate(es)]
+    rels = {kind: {s: [str(_rescale_term(e, f"{kind}:{s}#{k}", C, full)) for k, e in enumerate(es)]
                    for s, es in rel.items()} for kind, rel in relations.items()}
     # they must type-check again: the side conditions above should make sure they do
     rspec, rimpl = (parse_graph(out[s], f"{where}: reduced {s} (not justified)", limits) for s in ("spec", "impl"))

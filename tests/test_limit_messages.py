@@ -9,8 +9,8 @@ import pytest
 
 from certificates.errors import LIMIT, LimitExceeded
 from certificates.limits import Limits
-from conftest import ROOT, run_pvcert
-from verifier.case import load_case
+from conftest import run_pvcert
+from verifier.case import Case
 from verifier.ir import GraphBuilder, parsed
 from verifier.stages.reduce import reduce_case
 
@@ -26,20 +26,28 @@ def test_parse_limit_names_the_operators_of_the_tensor():
 
 
 def test_reduction_limit_names_tensor_operator_and_why_each_axis_kept_its_size():
-    case = load_case(f"{ROOT}/examples/tp_mlp/case.json")
+    def side(name: str, x: str) -> dict:
+        g = GraphBuilder(name)
+        g.input(x, [4, 6], "activation")
+        g.node("aten._softmax.default", [x], x + "_s", dim=1, half_to_float=False)
+        g.output(x + "_s")
+        return g.build()
+    case = Case("softmax", side("spec", "X"), side("impl", "x"), {"X": ["x"]}, {"X_s": ["x_s"]})
     with pytest.raises(LimitExceeded) as e:
         reduce_case(case, Limits(max_elements=4))
-    assert "spec tensor 'X' is still [2, 4] after the shape reduction (read by 'n0' (aten.linear.default))" \
+    assert "spec tensor 'X' is still [2, 6] after the shape reduction (read by 'n0' (aten._softmax.default))" \
         in str(e.value)
-    assert "axis 1 (4): full size: node 'n0' (aten.linear.default): contracted" in str(e.value)
+    assert "axis 1 (6): full size: node 'n0' (aten._softmax.default): normalized along dim" in str(e.value)
 
 
-def _sum_case(tmp_path, n: int) -> str:
-    """``y = sum(x, 1)`` on one rank against the same on another: axis 1 is summed (kept at full size)."""
+def _sum_case(tmp_path, n: int, op: str = "mean") -> str:
+    """``y = op(x, 1)`` on one rank against the same on another: axis 1 is summed (reduced at two divisors) or,
+    by a mean, divided by its size (kept at full size)."""
     for name, x in (("spec", "X"), ("impl", "x@r0")):
         g = GraphBuilder(name)
         g.input(x, [4, n], "activation")
-        g.node("aten.sum.dim_IntList", [x], x.replace("x", "y").replace("X", "Y"), attrs={"dim": [1]})
+        g.node(f"aten.{op}.dim" + ("_IntList" if op == "sum" else ""), [x], x.replace("x", "y").replace("X", "Y"),
+               attrs={"dim": [1]})
         g.output(x.replace("x", "y").replace("X", "Y"))
         (tmp_path / f"{name}.json").write_text(json.dumps(g.obj))   # (build() would refuse 16 M elements)
     case = {"format": "pvcert-case", "version": 1, "name": "sum", "spec": "spec.json", "impl": "impl.json",
@@ -49,15 +57,17 @@ def _sum_case(tmp_path, n: int) -> str:
 
 
 def test_cli_limits_name_the_operator_by_engine(tmp_path):
+    r = run_pvcert("verify", _sum_case(tmp_path, 300_000, "sum"), "--staged")   # summed: reduced at two divisors
+    assert r.returncode == 0 and "reduced to 12 of 2400008 elements" in r.stdout, r.stdout + r.stderr
     r = run_pvcert("verify", _sum_case(tmp_path, 300_000), "--staged")   # reduced: [2, 300000]
     assert r.returncode == LIMIT, r.stdout + r.stderr
-    assert "spec tensor 'X' is still [2, 300000]" in r.stderr and "summed" in r.stderr, r.stderr
+    assert "spec tensor 'X' is still [2, 300000]" in r.stderr and "its size enters the mean" in r.stderr, r.stderr
     case = _sum_case(tmp_path, 4_000_000)   # 16 M elements
     r = run_pvcert("verify", case)   # reduced first, as --staged does: still too large
     assert r.returncode == LIMIT and "'X' is still [2, 4000000]" in r.stderr, r.stdout + r.stderr
     r = run_pvcert("verify", case, "--engine", "whole-graph")   # refused at parse
     assert r.returncode == LIMIT, r.stdout + r.stderr
-    assert "read by 'n0' (aten.sum.dim_IntList)" in r.stderr and "--staged" in r.stderr, r.stderr
+    assert "read by 'n0' (aten.mean.dim)" in r.stderr and "--staged" in r.stderr, r.stderr
 
 
 def _mm_case(tmp_path, n: int) -> str:
@@ -88,4 +98,5 @@ def test_verify_reduces_a_case_too_large_to_decide_element_by_element(tmp_path):
     assert r.returncode == 0 and "verifying on the shape-reduced graphs" in r.stdout, r.stdout + r.stderr
     assert "reduced to 44 of 2400012 elements" in r.stdout
     r = run_pvcert("replay", str(cert))
-    assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout and "300000 -> 4" in r.stdout, r.stdout
+    assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout, r.stdout
+    assert "at reduced shapes (1 classes of axes divided, 0 also at a second divisor)" in r.stdout, r.stdout
