@@ -84,13 +84,14 @@ def _reduce_first(case, limits: Limits) -> bool:
 FULL_ELEMENTS = 1 << 27   # the largest tensor run at full size (1 GiB of float64)
 
 
-def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExceeded) -> int:
-    """A case too large to decide: both graphs run at full size (verifier/fullsize.py). REFUTED with the
-    executed counterexample and the spec operator where the values first part, else the LIMIT stands."""
+def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExceeded, tried: str | None = None) -> int:
+    """A case too large to decide (``tried``: or to search at full size after a staged run that did not prove
+    it): both graphs run at full size (verifier/fullsize.py). REFUTED with the executed counterexample and the
+    spec operator where the values first part, else the LIMIT stands (``tried``: UNKNOWN)."""
     from . import direct, fullsize
     from .refine import report
 
-    print(f"{case.name}: not decided ({limit}); running both graphs at full size for a counterexample")
+    print(f"{case.name}: not decided ({tried or limit}); running both graphs at full size for a counterexample")
     if not args.debug:   # the frames of the failed proof (reduced graphs, inference) are not needed again
         limit.__traceback__ = None
     big = dataclasses.replace(limits, max_elements=FULL_ELEMENTS)   # the same clock
@@ -100,12 +101,19 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
             found = fullsize.search(direct.prepare(case, big), args.seed, big)
     except (Unsupported, LimitExceeded) as e:
         print(f"  the full-size run stopped: {e}")
+        if tried:
+            return _emit(args, Verdict(UNKNOWN, case.name, f"{tried}; the full-size run stopped: {e}"),
+                         time.monotonic() - t0)
         raise limit from None
     seconds = args.record.timing["search_s"] = time.monotonic() - t0
     cx, n = found.counterexample, found.located
     if cx is None:
-        print(f"  no counterexample at full size ({found.draws} draws, float magnitudes fan-in (1/sqrt of the "
-              f"last axis), {', '.join(f'{x:g}' for x in direct.SCALES)}, {seconds:.1f} s)")
+        draws = (f"{found.draws} draws, float magnitudes fan-in (1/sqrt of the last axis), "
+                 f"{', '.join(f'{x:g}' for x in direct.SCALES)}, {seconds:.1f} s")
+        print(f"  no counterexample at full size ({draws})")
+        if tried:
+            return _emit(args, Verdict(UNKNOWN, case.name, f"{tried}; no counterexample at full size ({draws})"),
+                         seconds)
         raise limit
     lines = cx.lines()
     if n is not None:
@@ -113,8 +121,9 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
                         "whose result no impl tensor carries (as a copy, a sum or mean over ranks, or a concatenation "
                         "across ranks) while its inputs' are carried")
     where = {"operator": n.name, "target": n.target, **(n.source or {})} if n is not None else None
-    return _emit(args, Verdict(REFUTED, case.name, f"'{cx.output}' differs at full size (too large to prove: "
-                               "the LIMIT above)", evidence=lines), seconds, cx, where)
+    why = f"{tried}: at reduced shapes" if tried else "too large to prove: the LIMIT above"
+    return _emit(args, Verdict(REFUTED, case.name, f"'{cx.output}' differs at full size ({why})", evidence=lines),
+                 seconds, cx, where)
 
 
 def _untrusted_by_staged(case) -> str | None:
@@ -204,6 +213,8 @@ def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
             print(f"  {res.failure}")
         from . import direct
 
+        if _over(case, limits):   # too large for the search at ``limits``: both graphs run at full size
+            return _full_size(case, args, limits, LimitExceeded("staged: not proved"), tried="staged: not proved")
         return _not_proved(direct.prepare(case, limits), case.name, "staged: not proved", args, limits,
                            s["total_s"])
     if args.emit_cert:
