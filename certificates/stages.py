@@ -1,6 +1,7 @@
 """Replay of a ``staged-refinement`` claim: a refinement of the FULL graphs, proved at reduced shapes
 (the four checks: docs/stages.md, "pvcert replay")."""
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -58,8 +59,8 @@ def key(obls: list[tuple]) -> str:
 
 def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Check a staged refinement claim; raises ``Rejected`` with the reason."""
-    spec = obligations.graph_artifact(arts, field(claim, "spec", str, where), where, limits)
-    impl = obligations.graph_artifact(arts, field(claim, "impl", str, where), where, limits)
+    big = dataclasses.replace(limits, max_elements=limits.max_elements << 20)   # the full graphs: their shapes only
+    spec, impl = (obligations.graph_artifact(arts, field(claim, k, str, where), where, big) for k in ("spec", "impl"))
     graph.require_families(graph.CORE, where, spec, impl)
     rels = {k: refinement.parse_relation(v, spec, impl, f"{where}: {k} relation", k == "input", limits) for k, v in
             (("input", claim.get("input_relation")), ("output", claim.get("output_relation")),

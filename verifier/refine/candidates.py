@@ -204,6 +204,8 @@ class Index:
                         if all(v.shape[:d] + v.shape[d + 1:] == vals[0].shape[:d] + vals[0].shape[d + 1:]
                                for v in vals):
                             yield _call("concat", refs, dim=d), np.concatenate(vals, axis=d)
+                            if all(v.shape == vals[0].shape for v in vals) and vals[0].shape[d] % 2 == 0:
+                                yield _halves(refs, vals, d)
 
     def _nested(self, region: set[str], numel: int):
         """Copies combined over an inner group ``B`` and its translates ``B + (a - a0)``,
@@ -294,6 +296,15 @@ def _permute(t: terms.Term, p) -> terms.Term:
         q = dict(t.kw)["dims"]
         return _call("permute", [t.args[0]], dims=tuple(q[i] for i in p))
     return _call("permute", [t], dims=tuple(p))
+
+
+def _halves(refs: list, vals: list, d: int) -> tuple[terms.Term, np.ndarray]:
+    """The first halves of the copies along ``d``, then their second halves: ``[gate; up]`` from the ranks'
+    ``[gate_r; up_r]`` (a fused SwiGLU projection sharded by column-parallel rows)."""
+    h = vals[0].shape[d] // 2
+    parts = [(lo, lo + h) for lo in (0, h)]
+    return (_call("concat", [_call("slice", [r], dim=d, start=a, end=b) for a, b in parts for r in refs], dim=d),
+            np.concatenate([np.take(v, range(a, b), axis=d) for a, b in parts for v in vals], axis=d))
 
 
 def _call(fn: str, args: list, **kw) -> terms.Call:

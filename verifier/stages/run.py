@@ -142,7 +142,7 @@ _PARSED: list = [None, None]  # (payload, its ``Reduced``): one cache per proces
 def _reduced(payload: tuple) -> Reduced:
     if _PARSED[0] is not payload:
         (sj, ij), rels, classes = payload
-        spec, impl = parse_graph(sj, "staged spec"), parse_graph(ij, "staged impl")
+        spec, impl = parse_graph(sj, "staged spec", UNBOUNDED), parse_graph(ij, "staged impl", UNBOUNDED)
         _PARSED[:] = [payload, Reduced((sj, ij), spec, impl, rels, classes, "staged", UNBOUNDED)]
     return _PARSED[1]
 
