@@ -84,10 +84,14 @@ def test_sketches_are_linear_across_ranks():
     assert sk.of(a + b) == pytest.approx(sk.of(a) + sk.of(b))
     for shape in [(3, 5), (2, 3, 4), (7,), (2, 1, 3, 2)]:   # all axes' piece sketches at once, as one by one
         v = rng.standard_normal(shape)
-        whole, cats = sk.pieces(v, 1, 3)
+        whole, cats, _ = sk.pieces(v, 1, 3)
         assert whole == pytest.approx(sk.of(v))
         assert cats == pytest.approx([sk.of(v, (axis, 1, 3)) for axis in range(v.ndim)])
         assert fullsize._bounds(v) == np.abs(v).max()
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))   # [a0; b0; a1; b1] from [a0; a1] and [b0; b1]
+    whole = np.concatenate([a[:2], b[:2], a[2:], b[2:]])
+    assert sk.of(whole) == pytest.approx(sk.pieces(a, 0, 2)[2][0] + sk.pieces(b, 1, 2)[2][0])
+    assert sk.pieces(rng.standard_normal((3, 2)), 0, 2)[2][0] is None   # an odd axis has no halves
     assert not np.isfinite(fullsize._bounds(np.array([1.0, np.nan]))) and fullsize._bounds(-np.ones(2)) == 1
     sq = rng.standard_normal((4, 4))   # one vector per (axis, length): a transpose has another sketch
     assert sk.of(sq) != pytest.approx(sk.of(sq.T))

@@ -151,22 +151,26 @@ class Sketches:
             x = np.tensordot(x, np.abs(w) if absolute else w, axes=([axis], [0]))
         return float(x)
 
-    def pieces(self, v: np.ndarray, rank: int, ranks: int) -> tuple[float, list[float]]:
+    def pieces(self, v: np.ndarray, rank: int, ranks: int) -> tuple[float, list[float], list[float]]:
         """``of(v)`` and, per axis, ``of(v, (axis, rank, ranks))``, in two passes over ``v`` instead of one per
         axis: the contractions of the trailing axes (``tail[k]``: axes k.. contracted) are shared, and each axis'
-        sketch contracts the leading axes of ``tail[axis + 1]`` before its own."""
+        sketch contracts the leading axes of ``tail[axis + 1]`` before its own. Third, per axis of even length,
+        the sketch of ``v``'s halves as pieces of the ranks' first halves, then their second halves (a fused
+        ``[gate; up]`` projection sharded by rows: ``candidates._halves``)."""
         x, nd = v.astype(float, copy=False), v.ndim
         tail = [x] * (nd + 1)
         for k in reversed(range(nd)):
             tail[k] = np.tensordot(tail[k + 1], self.vec(k, v.shape[k]), axes=([k], [0]))
-        cats = []
+        cats, halves = [], []
         for a in range(nd):
             y = tail[a + 1]
             for k in range(a):   # each time axis k is y's first
                 y = np.tensordot(self.vec(k, v.shape[k]), y, axes=([0], [0]))
-            n = v.shape[a]
-            cats.append(float(np.dot(y, self.vec(a, n * ranks)[rank * n:(rank + 1) * n])))
-        return float(tail[0]), cats
+            n, w, h = v.shape[a], self.vec(a, v.shape[a] * ranks), v.shape[a] // 2
+            cats.append(float(np.dot(y, w[rank * n:(rank + 1) * n])))
+            halves.append(float(np.dot(y[:h], w[rank * h:(rank + 1) * h]) + np.dot(
+                y[h:], w[ranks * h + rank * h:ranks * h + (rank + 1) * h])) if n % 2 == 0 else None)
+        return float(tail[0]), cats, halves
 
 
 def _bounds(v: np.ndarray) -> float:
@@ -202,7 +206,7 @@ def _one(r: Result, seed: int, scale: float | str, limits: Limits,
          sketch: bool = True) -> tuple[Counterexample | None, dict, dict]:
     """One draw: its counterexample if any and, if ``sketch``, the spec tensors' sketches (with their absolute
     values' sketches) and the impl's by ``(stem, shape, ("rank", r))`` and, summed over ranks,
-    ``(stem, shape, ("cat", axis))`` (else both empty)."""
+    ``(stem, shape, ("cat", axis))`` and ``(stem, shape, ("halves", axis))`` (else both empty)."""
     spec_env, impl_env = draw(r, seed, scale)
     sk, world, top = Sketches(seed), r.impl.world_size, [0.0]
     spec_sk: dict[str, tuple[float, float]] = {}
@@ -221,11 +225,13 @@ def _one(r: Result, seed: int, scale: float | str, limits: Limits,
         top[0] = max(top[0], m)
         if not sketch:
             return
-        whole, cats = sk.pieces(v, rank, world)
+        whole, cats, halves = sk.pieces(v, rank, world)
         impl_sk[stem, v.shape, ("rank", rank)] = whole
-        for axis, c in enumerate(cats):
-            key = (stem, v.shape, ("cat", axis))
-            impl_sk[key] = impl_sk.get(key, 0.0) + c
+        for kind, parts in (("cat", cats), ("halves", halves)):
+            for axis, c in enumerate(parts):
+                if c is not None:
+                    key = (stem, v.shape, (kind, axis))
+                    impl_sk[key] = impl_sk.get(key, 0.0) + c
     shown = {n: _short(spec_env[n]) for n in r.spec.inputs}   # the inputs as the report shows them
     spec_out = run(r.spec, spec_env, on_spec, limits)
     impl_out = run(r.impl, impl_env, on_impl, limits)
@@ -251,7 +257,7 @@ class FanInCounterexample(Counterexample):
 def _locate(r: Result, spec_sk: dict, impl_sk: dict, world: int) -> tuple[Node | None, list[str]]:
     """The first spec node whose inputs are carried (or not sketched) and one of whose sketched results is not:
     carried = some impl stem has it as one rank's copy, the sum or mean over ranks, or the concatenation across
-    ranks along an axis."""
+    ranks along an axis (of the copies, or of their first halves, then their second halves)."""
     by_shape: dict[tuple, list[float]] = {}
     sums: dict[tuple, float] = {}
     for (stem, shape, (kind, x)), v in impl_sk.items():

@@ -1,7 +1,9 @@
 """megatron-core's transformer MLP at GPT-2 small's widths and sequence 1024, forward and backward, through
 ``pvcert verify`` as a user runs it (examples/cases/megatron_mlp.py): VERIFIED at full size on the reduced
 graphs (its contracted and summed axes at two divisors, docs/stages.md "Summed axes"), the certificate ACCEPTed;
-the MLP without its all-reduce REFUTED at full size and located at the bias add after FC2."""
+so is the SwiGLU MLP at Llama-2-7B's widths (hidden 4096, FFN 11,008; its fused [gate; up] projection related
+by the ranks' halves); the MLP without its all-reduce REFUTED at full size and located at the bias add after
+FC2."""
 
 import json
 
@@ -14,17 +16,18 @@ pytest.importorskip("megatron.core")
 
 def _case(tmp_path, call: str) -> str:
     path = tmp_path / "case.py"
-    path.write_text(f"from examples.cases.megatron_mlp import FULL, make_case\nCASE = {call}\n")
+    path.write_text(f"from examples.cases.megatron_mlp import FULL, LLAMA, make_case\nCASE = {call}\n")
     return str(path)
 
 
-@pytest.mark.parametrize("world", [2, 8])
-def test_full_size_mlp_is_verified_and_replayed(world, tmp_path):
+@pytest.mark.parametrize("world, size, name", [(2, "FULL", "megatron_mlp_full"), (8, "FULL", "megatron_mlp_full"),
+                                               (2, "LLAMA", "megatron_mlp_llama_full")])
+def test_full_size_mlp_is_verified_and_replayed(world, size, name, tmp_path):
     cert = tmp_path / "c.json"
-    r = run_pvcert("verify", _case(tmp_path, f"make_case({world}, size=FULL)"), "--emit-cert", str(cert))
-    assert r.returncode == 0 and "VERIFIED megatron_mlp_full" in r.stdout, r.stdout + r.stderr
+    r = run_pvcert("verify", _case(tmp_path, f"make_case({world}, size={size})"), "--emit-cert", str(cert))
+    assert r.returncode == 0 and f"VERIFIED {name}:" in r.stdout, r.stdout + r.stderr
     assert "verifying on the shape-reduced graphs" in r.stdout
-    classes = json.loads(cert.read_text())["evidence"]["megatron_mlp_full"]["reduction"]["classes"]
+    classes = json.loads(cert.read_text())["evidence"][name]["reduction"]["classes"]
     axes = {(a[1], a[2]) for c in classes if c.get("second") for a in c["axes"]}
     assert {("x", 0), ("x", 2), ("linear_fc1.weight", 0)} <= axes   # tokens, hidden, ffn: all summed somewhere
     r = run_pvcert("replay", str(cert))
