@@ -64,7 +64,8 @@ def full_size(case_module: str, call: str):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "case.py")
             with open(path, "w") as f:
-                f.write(f"from {case_module} import FULL, make_case\nCASE = {call}\n")
+                sizes = ", ".join(n for n in ("FULL", "LLAMA") if n in call)
+                f.write(f"from {case_module} import make_case, {sizes}\nCASE = {call}\n")
             out, t0, cert = io.StringIO(), time.perf_counter(), os.path.join(tmp, "c.json")
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 code = cli.main(["verify", path, "--emit-cert", cert])
@@ -110,10 +111,12 @@ def main() -> int:
     if args.full:
         h = Harness("pvcert verify at full size: verdict, time (capture and the full-size run included), note")
         h.header()
-        for w, bug in [(2, None), (4, None), (8, None), (2, "no_all_reduce"), (8, "no_all_reduce")]:
-            h.run(f"megatron-core transformer MLP (hidden 768, FFN 3072, sequence 1024) TP{w}, fwd+bwd"
-                  f"{', ' + bug if bug else ''}",
-                  full_size("examples.cases.megatron_mlp", f"make_case({w}, bug={bug!r}, size=FULL)"))
+        for size, w, bug in [("FULL", 2, None), ("FULL", 4, None), ("FULL", 8, None), ("FULL", 2, "no_all_reduce"),
+                             ("FULL", 8, "no_all_reduce"), ("LLAMA", 2, None), ("LLAMA", 8, None),
+                             ("LLAMA", 2, "no_all_reduce")]:
+            widths = "hidden 768, FFN 3072" if size == "FULL" else "SwiGLU, hidden 4096, FFN 11008"
+            h.run(f"megatron-core transformer MLP ({widths}, sequence 1024) TP{w}, fwd+bwd{', ' + bug if bug else ''}",
+                  full_size("examples.cases.megatron_mlp", f"make_case({w}, bug={bug!r}, size={size})"))
         for w, bug in [(2, None), (4, None), (8, None), (2, "no_all_reduce"), (8, "no_all_reduce"),
                        (2, "attention_scale"), (8, "attention_scale")]:
             h.run(f"megatron-core GPTModel full size TP{w}{', ' + bug if bug else ''}",
