@@ -121,7 +121,7 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
                         "whose result no impl tensor carries (as a copy, a sum or mean over ranks, or a concatenation "
                         "across ranks) while its inputs' are carried")
     where = {"operator": n.name, "target": n.target, **(n.source or {})} if n is not None else None
-    why = f"{tried}: at reduced shapes" if tried else "too large to prove: the LIMIT above"
+    why = f"{tried} at reduced shapes" if tried else "too large to prove: the LIMIT above"
     return _emit(args, Verdict(REFUTED, case.name, f"'{cx.output}' differs at full size ({why})", evidence=lines),
                  seconds, cx, where)
 
