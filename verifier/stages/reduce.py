@@ -62,8 +62,10 @@ def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str, int]]:
             out[root] = (1, f"full size: {pin or 'a size or offset splits a reshape block'}", 0)
             continue
         g = math.gcd(*[n // k for n, k in units[root]])
-        ds, small = _divisors(C, ms, g) or [1], min(C.size[m] for m in ms)
-        second = (ds[1:] or [1])[0] if ds[0] > 1 and summed & set(ms) else 0
+        ds, small, sums = _divisors(C, ms, g) or [1], min(C.size[m] for m in ms), bool(summed & set(ms))
+        if sums and len(ds) < 3:   # a summed class needs two divisors above 1 (never a second run at full size)
+            ds = [1]
+        second = ds[1] if sums and ds[0] > 1 else 0
         out[root] = (ds[0], f"gcd {g} of sizes and offsets (in blocks), smallest member {small} kept >= 2 blocks"
                      + (f"; summed: checked again at divisor {second}" if second else "")
                      if ds[0] > 1 else f"kept: gcd {g}, smallest member {small}", second)
@@ -148,8 +150,9 @@ def _plainer(e: terms.Term, g) -> terms.Term:
             and c.fn == "concat"):
         return e
     labels, n = {}, 0
-    for r in terms.refs(c):
-        labels[r] = np.arange(n, n := n + math.prod(g.tensors[r].shape)).reshape(g.tensors[r].shape)
+    for r in dict.fromkeys(terms.refs(c)):   # every impl element numbered apart
+        size = math.prod(g.tensors[r].shape)
+        labels[r], n = np.arange(n, n + size).reshape(g.tensors[r].shape), n + size
     want = terms.evaluate(e, labels.__getitem__)
     for j in range(len(want.shape)):
         plain = terms.Call("concat", c.args, (("dim", j),))
