@@ -119,7 +119,7 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
     if n is not None:
         lines.insert(1, f"  located by value at full size: spec operator '{n.name}' ({report.where(n)}) is the first "
                         "whose result no impl tensor carries (as a copy, a sum or mean over ranks, or a concatenation "
-                        "across ranks) while its inputs' are carried")
+                        "across ranks, of the copies or of their halves) while its inputs' are carried")
     where = {"operator": n.name, "target": n.target, **(n.source or {})} if n is not None else None
     why = f"{tried} at reduced shapes" if tried else "too large to prove: the LIMIT above"
     return _emit(args, Verdict(REFUTED, case.name, f"'{cx.output}' differs at full size ({why})", evidence=lines),
