@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from certificates import refinement, shapes
+from certificates import shapes
 from certificates.errors import CheckError
 from certificates.limits import Limits
 from certificates.replay import replay

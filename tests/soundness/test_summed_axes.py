@@ -8,11 +8,10 @@ holds at one reduced size; each is not verified, and its certificate, forged wit
 import copy
 import json
 
-import pytest
-
 from certificates import shapes
 from certificates.errors import CheckError
 from certificates.graph import parse_graph
+from certificates.limits import Limits
 from certificates.obligations import decide
 from certificates.refinement import parse_relation
 from certificates.replay import replay
@@ -86,14 +85,14 @@ def forge(full: Case, small: Case, classes: list) -> dict:
     cert["subject"]["artifacts"] = [artifact("spec", full.spec), artifact("impl", full.impl)]
     ev["reduction"]["classes"] = classes
     spec, impl = parse_graph(full.spec, "spec"), parse_graph(full.impl, "impl")
-    r = direct.prepare(full, direct.Limits())   # the relations found are the same text at both sizes here
+    r = direct.prepare(full, Limits())   # the relations found are the same text at both sizes here
     rels = {"input": r.inputs, "output": r.expect, "evidence": parse_relation(ev["relation"], spec, impl, "", False)}
     try:
-        R = Reduced((full.spec, full.impl), spec, impl, rels, classes, "forge", direct.Limits())
+        R = Reduced((full.spec, full.impl), spec, impl, rels, classes, "forge", Limits())
         for st in ev["stages"]:
             obls = R.obligations(st["op"])
             st["key"] = key(obls)
-            st["elements"] = sum(o.elements for ob in obls for o in decide(*ob, direct.Limits()))
+            st["elements"] = sum(o.elements for ob in obls for o in decide(*ob, Limits()))
     except shapes.Unjustified:   # the checker stops there too
         pass
     return cert
