@@ -221,3 +221,21 @@ def test_newtons_identity_at_two_lengths_below_its_degree_is_rejected(tmp_path):
     classes = [{"divisor": 6, "second": 4, "axes": _axes(full, 0)}]
     ok, why = _replay(forge(full, newton_trap(4, 2, "pow", "pow", False), classes), tmp_path)
     assert not ok and "summed, not affinely at impl node" in why, why
+
+
+def test_the_affine_ops_are_exactly_these_targets():
+    """``shapes.AFFINE`` names ops by their short name: every registered target it admits is listed here, linear in
+    its summed operand or a move, so an op added later under one of those names (a ``div`` with a rounding
+    mode, say) fails this test until it is read and found linear too."""
+    from certificates import ops_aten, ops_grad, ops_train  # noqa: F401 (every family registered)
+    from certificates.ops import REGISTRY
+    admitted = {t for t in REGISTRY if t.split(".")[-2:][0] in shapes.AFFINE}
+    assert admitted == {
+        "_c10d_functional.all_gather_into_tensor.default", "_c10d_functional.all_reduce.default",
+        "_c10d_functional.reduce_scatter_tensor.default", "_c10d_functional.wait_tensor.default",
+        "aten._unsafe_view.default", "aten.add.Scalar", "aten.add.Tensor", "aten.cat.default", "aten.clone.default",
+        "aten.div.Scalar", "aten.div.Tensor", "aten.expand.default", "aten.mul.Scalar", "aten.mul.Tensor",
+        "aten.neg.default", "aten.permute.default", "aten.reshape.default", "aten.slice.Tensor",
+        "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.sub.Scalar", "aten.sub.Tensor",
+        "aten.sum.default", "aten.sum.dim_IntList", "aten.t.default", "aten.transpose.int",
+        "aten.unsqueeze.default", "aten.view.default"}
