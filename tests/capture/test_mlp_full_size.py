@@ -3,7 +3,7 @@
 graphs (its contracted and summed axes at two divisors, docs/stages.md "Summed axes"), the certificate ACCEPTed;
 so is the SwiGLU MLP at Llama-2-7B's widths (hidden 4096, FFN 11,008; its fused [gate; up] projection related
 by the ranks' halves); the MLP without its all-reduce REFUTED at full size and located at the bias add after
-FC2."""
+FC2. The same holds for transformers' LlamaMLP parallelized by a DTensor TP plan."""
 
 import json
 
@@ -11,10 +11,9 @@ import pytest
 
 from conftest import run_pvcert
 
-pytest.importorskip("megatron.core")
-
 
 def _case(tmp_path, call: str) -> str:
+    pytest.importorskip("megatron.core")
     path = tmp_path / "case.py"
     path.write_text(f"from examples.cases.megatron_mlp import FULL, LLAMA, make_case\nCASE = {call}\n")
     return str(path)
@@ -38,3 +37,27 @@ def test_full_size_mlp_without_its_all_reduce_is_refuted_at_its_operator(tmp_pat
     r = run_pvcert("verify", _case(tmp_path, "make_case(2, bug='no_all_reduce', size=FULL)"))
     assert r.returncode == 1 and "REFUTED megatron_mlp_full_no_all_reduce" in r.stdout, r.stdout + r.stderr
     assert "located by value at full size: spec operator 'out' (aten.add.Tensor)" in r.stdout, r.stdout
+
+
+def test_transformers_llama_mlp_through_a_dtensor_plan_is_verified_at_full_size(tmp_path):
+    """transformers' LlamaMLP at Llama-2-7B's widths, tensor-parallel by ColwiseParallel / RowwiseParallel: the
+    parameters' relations come from the DTensor placements (examples/cases/hf_llama_mlp_tp.py)."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "case.py"
+    path.write_text("from examples.cases.hf_llama_mlp_tp import FULL, make_case\nCASE = make_case(2, size=FULL)\n")
+    cert = tmp_path / "c.json"
+    r = run_pvcert("verify", str(path), "--emit-cert", str(cert))
+    assert r.returncode == 0 and "VERIFIED hf_llama_mlp_tp2_full:" in r.stdout, r.stdout + r.stderr
+    r = run_pvcert("replay", str(cert))
+    assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_transformers_llama_mlp_without_its_all_reduce_is_refuted_at_full_size(tmp_path):
+    """RowwiseParallel(output_layouts=Partial()) on down_proj: REFUTED by both graphs run at full size (38 s)."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "case.py"
+    path.write_text("from examples.cases.hf_llama_mlp_tp import FULL, make_case\n"
+                    "CASE = make_case(2, bug='no_all_reduce', size=FULL)\n")
+    r = run_pvcert("verify", str(path))
+    assert r.returncode == 1 and "REFUTED hf_llama_mlp_tp2_full_no_all_reduce" in r.stdout, r.stdout + r.stderr
