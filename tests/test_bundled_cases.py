@@ -10,7 +10,8 @@ from conftest import ROOT
 pytest.importorskip("torch")
 
 CASES = sorted(glob.glob(os.path.join(ROOT, "examples", "cases", "*.py")))
-NEEDS = {"megatron_gpt.py": "megatron.core", "hf_llama_tp.py": "transformers"}
+NEEDS = {"megatron_gpt.py": "megatron.core", "megatron_mlp.py": "megatron.core", "hf_llama_tp.py": "transformers",
+         "hf_llama_mlp_tp.py": "transformers"}
 
 
 @pytest.mark.parametrize("path", CASES, ids=os.path.basename)
