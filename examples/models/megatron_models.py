@@ -52,7 +52,7 @@ def mlp(rank: int, world: int, hidden: int = HIDDEN, ffn: int = 4 * HIDDEN, swig
     from megatron.core.transformer.spec_utils import build_module
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    tp_setup(world)
+    tp_setup(world)   # the config wants attention heads (TP must divide them); the MLP has no attention
     cfg = TransformerConfig(num_layers=1, hidden_size=hidden, ffn_hidden_size=ffn, num_attention_heads=world,
                             use_cpu_initialization=True, tensor_model_parallel_size=world, hidden_dropout=0.0,
                             bias_activation_fusion=False, gradient_accumulation_fusion=False,
@@ -64,7 +64,7 @@ def mlp(rank: int, world: int, hidden: int = HIDDEN, ffn: int = 4 * HIDDEN, swig
     elif bug is not None:
         raise ValueError(f"unknown bug {bug!r}: no_all_reduce")
 
-    def call(m, x):
+    def call(m, x):   # FC2's bias comes back apart (the layer adds it in its bias-dropout-add)
         out, bias = m(x)
         return out if bias is None else out + bias
 
