@@ -6,7 +6,6 @@ holds at one reduced size; each is not verified, and its certificate, forged wit
 """
 
 import copy
-import json
 
 from certificates import shapes
 from certificates.errors import CheckError
@@ -22,6 +21,8 @@ from verifier.certificate import artifact
 from verifier.ir import GraphBuilder
 from verifier.stages.certificate import staged_certificate
 from verifier.stages.run import verify_staged
+
+from test_shape_reduction import _replay, newton_trap
 
 
 def offset_trap(n: int) -> Case:
@@ -61,16 +62,6 @@ def squares(n: int) -> Case:
     g.node("aten.add.Tensor", ["d2", "a"], "y")
     g.output("y")
     return Case("squares", s.build(), g.build(), {"X": ["concat(x0, x1, dim=0)"]}, {"Y": ["y"]})
-
-
-def _replay(cert: dict, tmp_path) -> tuple[bool, str]:
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(cert))
-    try:
-        [r] = replay(str(path))
-    except CheckError as e:
-        return False, str(e)
-    return r.ok, r.detail
 
 
 def forge(full: Case, small: Case, classes: list) -> dict:
@@ -216,7 +207,6 @@ def test_the_affine_rule_names_each_way_out():
 def test_newtons_identity_at_two_lengths_below_its_degree_is_rejected(tmp_path):
     """A plain sum against ``p1 + 24 e4`` (in power sums) holds at lengths 2 and 3: two divisors alone would
     accept it at 12; the affine rule refuses the powers of sums."""
-    from test_shape_reduction import newton_trap
     full = newton_trap(4, 12, "pow", "pow", False)
     classes = [{"divisor": 6, "second": 4, "axes": _axes(full, 0)}]
     ok, why = _replay(forge(full, newton_trap(4, 2, "pow", "pow", False), classes), tmp_path)

@@ -1,6 +1,7 @@
 """Analytic shape reduction (verifier/stages/reduce.py) and its re-check (certificates/shapes.py)."""
 
 import copy
+import dataclasses
 
 import pytest
 
@@ -87,6 +88,19 @@ def test_offsets_scale_with_their_axis_or_keep_it_full():
     axes = [[side, t, 0] for side, t in (("spec", "X"), ("spec", "Y"), ("impl", "x"), ("impl", "y"))]
     with pytest.raises(shapes.Unjustified, match="not a multiple"):
         shapes.check(C, shapes.parse_classes([{"divisor": 2, "axes": axes}], C, "t"))
+
+
+def test_a_relations_offsets_scale_with_their_axis_too():
+    """A relation term's slices are cut along the axis like an operator's: a piece of 3 of 8 rows cannot be
+    divided by 2, and the relation found (at full size in the certificate) is checked alike."""
+    case = dataclasses.replace(_slice_case(0, 8), expect={"Y": ["concat(slice(y, dim=0, start=0, end=3), "
+                                                              "slice(y, dim=0, start=3, end=8), dim=0)"]})
+    r, rels = _parsed(case)
+    C = shapes.constraints(r.spec, r.impl, {**rels, "evidence": rels["output"]})
+    axes = [[side, t, 0] for side, t in (("spec", "X"), ("spec", "Y"), ("impl", "x"), ("impl", "y"))]
+    with pytest.raises(shapes.Unjustified, match=r"'output:Y#0.0', 0\] of size 3 .* cannot be divided by 2"):
+        shapes.check(C, shapes.parse_classes([{"divisor": 2, "axes": axes}], C, "t"))
+    assert reduce_case(case).classes == []   # the engine keeps the axis at full size
 
 
 def test_checker_rejects_untied_short_and_malformed_classes():

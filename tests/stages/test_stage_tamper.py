@@ -57,6 +57,13 @@ def _edits():
     def drop_stage(c):
         del _ev(c)["stages"][4]
 
+    def reorder_stages(c):   # two stages swapped, each still proving itself
+        st = _ev(c)["stages"]
+        st[1], st[2] = dict(st[2], proved_by=1), dict(st[1], proved_by=2)
+
+    def unrelated_tensor(c):   # an intermediate spec tensor left without a relation
+        del _ev(c)["relation"][next(t for t in _ev(c)["relation"] if t.startswith("H"))]
+
     def stage_key(c):
         _ev(c)["stages"][5]["key"] = _ev(c)["stages"][4]["key"]
 
@@ -73,7 +80,7 @@ def _edits():
         _ev(c)["method"] = "per-operator"
 
     return [reduced_size, smaller_everywhere, class_entry, class_axis, dedup_match, later_match, drop_stage,
-            stage_key, relation, claim_input, claim_output, method]
+            reorder_stages, unrelated_tensor, stage_key, relation, claim_input, claim_output, method]
 
 
 @pytest.mark.parametrize("edit", _edits(), ids=lambda f: f.__name__)

@@ -214,9 +214,10 @@ def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, p
     try:
         R, payload = reduced(res)
         res.stages, res.relation, res.claimed = plan(res, R), payload[1]["evidence"], payload[1]["output"]
-    except Unjustified as e:   # a summed class not affine in some stage: ``verify_staged`` keeps it full
-        if len(e.args) > 1:
-            raise
+    except Unjustified as e:
+        if len(e.args) > 1:   # a summed class not affine in some stage: ``verify_staged`` keeps it full
+            why, cls = e.args
+            raise _NotAffine({tuple(a): why.split(": ", 1)[1] for a in res.reduction.classes[cls]["axes"]}) from None
         res.failure = f"the relation found at reduced sizes does not hold at full size as found: {e}"
         return False
     todo = [i for i, s in enumerate(res.stages) if s.rep == i and s.key not in res.proved]
@@ -231,6 +232,10 @@ def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, p
     return bad is None
 
 
+class _NotAffine(Exception):
+    """A summed class some stage is not affine in: its axes, each with the checker's reason, to keep at full size."""
+
+
 def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
                   progress: Progress | None = None, limits: Limits | None = None, seed: int = 0) -> StagedResult:
     """Verify ``case`` stage by stage on its reduced shapes; see the module docstring. A summed class whose
@@ -239,11 +244,8 @@ def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce
     while True:
         try:
             return _attempt(case, jobs, executor, reduce, progress, limits, seed, pins)
-        except Unjustified as e:
-            if len(e.args) < 2:
-                raise
-            why, cls = e.args
-            pins.update({tuple(a): why.split(": ", 1)[1] for a in reduce_case(case, limits, pins).classes[cls]["axes"]})
+        except _NotAffine as e:
+            pins.update(e.args[0])
 
 
 def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress: Progress | None,
