@@ -17,3 +17,5 @@ import Confluence.Homomorphism
 import Confluence.Counted
 import Composition.Template
 import Composition.Booleans
+import Composition.Congruence
+import Composition.Positivity

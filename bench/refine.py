@@ -121,6 +121,10 @@ def main() -> int:
             h.run(f"transformers LlamaMLP (hidden 4096, FFN 11008, sequence 1024), DTensor TP{w}, fwd+bwd"
                   f"{', ' + bug if bug else ''}",
                   full_size("examples.cases.hf_llama_mlp_tp", f"make_case({w}, bug={bug!r}, size=FULL)"))
+        for w, bug in [(2, None), (4, None), (8, None), (2, "no_all_reduce"), (2, "attention_scale")]:
+            h.run(f"megatron-core transformer layer (hidden 768, 16 heads, sequence 1024) TP{w}, fwd+bwd"
+                  f"{', ' + bug if bug else ''}",
+                  full_size("examples.cases.megatron_layer", f"make_case({w}, bug={bug!r}, size=FULL)"))
         for w, bug in [(2, None), (4, None), (8, None), (2, "no_all_reduce"), (8, "no_all_reduce"),
                        (2, "attention_scale"), (8, "attention_scale")]:
             h.run(f"megatron-core GPTModel full size TP{w}{', ' + bug if bug else ''}",

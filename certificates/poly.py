@@ -424,10 +424,17 @@ def apply(fn: str, *args) -> Rat:
     return Rat(Poly.atom(name))
 
 
+def _positive(p: Poly) -> bool:
+    """Whether ``p > 0`` at every input, evidently: each term a positive multiple of even powers and an exponential,
+    one of them without powers (a constant or a pure exponential, > 0; the others >= 0)."""
+    return any(not m for m, _ in p.t) and all(c > 0 and all(k % 2 == 0 for _, k in m) for (m, _), c in p.t.items())
+
+
 def _domain(a: Rat, kind: str, fn: str) -> None:
-    """Record ``a``'s side condition for ``fn``; a constant outside the domain is undefined."""
+    """Record ``a``'s side condition for ``fn`` unless ``a`` is evidently positive; a constant outside the domain is
+    undefined."""
     c = a.constant()
-    if c is None and _SIDE is not None:
+    if c is None and _SIDE is not None and not (_positive(a.n) and _positive(a.d)):
         _SIDE.append((kind, a))
     elif c is not None and not (c > 0 if kind == ">0" else c >= 0 if kind == ">=0" else c != 0):
         raise ZeroDivisionError(f"{fn} of {c} is undefined")

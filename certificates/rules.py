@@ -30,6 +30,7 @@ def _norm_rule(C, I, O, a, why) -> None:
         elif y:
             C.bcast(y[:len(out) - k], out[:len(out) - k])
     C.pin_all(out[len(out) - k:], f"{why}: normalized size enters the mean")
+    C.resize("normalized_shape", out[len(out) - k:])   # at full size here; the engine's inference may reduce it
 
 
 def _loss_rule(ref: int = 0, reductions: tuple = (0,)) -> Callable:

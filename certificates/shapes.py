@@ -1,13 +1,13 @@
-"""Shape reduction, re-checked: only *map axes* are reduced; ``constraints`` reads them from the FULL graphs by
-rules.py, ``reduce`` checks the claimed divisors (docs/stages.md, "What the checker re-checks")."""
+"""Shape reduction of one stage: ``constraints`` reads its map and summed axes by rules.py, ``solve`` picks divisors
+keeping their side conditions, ``reduce`` rewrites it (docs/stages.md, "What the checker re-checks")."""
 
-import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 from . import terms
 from .errors import Malformed
-from .graph import Graph, _fail_if, parse_graph
+from .graph import Graph, _check_shapes
 from .limits import Limits
 from .ops import _dim
 from .refinement import Relation, parse_relation
@@ -22,10 +22,6 @@ def _root(parent: dict, a: Axis) -> Axis:
     while parent.get(a, a) != a:
         a = parent[a]
     return a
-
-
-class Unjustified(Exception):
-    """A claimed reduction that breaks one of the side conditions (``args``: why, and the class at fault if one)."""
 
 
 @dataclass
@@ -60,7 +56,7 @@ class Constraints:
         self.pins.setdefault(a, why)
 
     def sum(self, a: Axis) -> None:
-        """``a`` is summed (a plain sum or a contraction): reduced only at two divisors (``stages.Reduced``)."""
+        """``a`` is summed (a plain sum or a contraction): reduced only at two divisors (``solve``)."""
         self.sums.setdefault(self.node, []).append(a)
 
     def pin_all(self, xs: list[Axis], why: str) -> None:
@@ -138,14 +134,11 @@ TERM_RULES = {"reshape": "aten.view.default", "permute": "aten.permute.default",
               "slice": "aten.slice.Tensor"}
 
 
-def _term(C: Constraints, t: terms.Term, path: str, shape, scaled: bool) -> list[Axis]:
-    """Axes of a clean expression's value: leaves are impl axes, every call makes new ones; ``scaled``: a
-    constant factor is a literal (the relation found, checked at every size it is reduced to)."""
+def _term(C: Constraints, t: terms.Term, path: str, shape) -> list[Axis]:
+    """Axes of a clean expression's value: leaves are impl axes, each call makes new ones; constants are literals."""
     if isinstance(t, terms.Ref):
         return _axes("impl", t.name, len(shape(t.name)))
-    if t.fn in ("scale", "mean") and not scaled:  # a claim's constant is not rescaled with the sizes
-        raise Unjustified(f"{path}: {t.fn} (a scaled relation) is not supported by shape reduction")
-    args = [_term(C, s, f"{path}.{k}", shape, scaled) for k, s in enumerate(t.args)]
+    args = [_term(C, s, f"{path}.{k}", shape) for k, s in enumerate(t.args)]
     sizes = terms.infer_shape(t, shape)
     out = _axes("term", path, len(sizes))
     C.size.update(zip(out, sizes))
@@ -178,53 +171,30 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
     for kind, rel in relations.items():
         for s, es in rel.items():
             for k, e in enumerate(es):
-                C.tie_all(_term(C, e, f"{kind}:{s}#{k}", lambda r: impl.tensors[r].shape, kind == "evidence"),
+                C.tie_all(_term(C, e, f"{kind}:{s}#{k}", lambda r: impl.tensors[r].shape),
                           _axes("spec", s, len(spec.tensors[s].shape)))
     C.settle()
     return C
 
 
-def parse_classes(obj, C: Constraints, where: str, second: frozenset = frozenset()) -> dict[Axis, int]:
-    """``[{"divisor", "second"?, "axes": [[side, tensor, axis], ...]}, ...]`` as a divisor per real axis (the
-    classes numbered in ``second`` at their second divisor)."""
-    _fail_if(not isinstance(obj, list), where, "reduction classes must be a list")
-    div: dict[Axis, int] = {}
-    for i, c in enumerate(obj):
-        d, d2, axes = (c.get("divisor"), c.get("second", 0), c.get("axes")) if isinstance(c, dict) else (0, 0, 0)
-        if not all(type(v) is int and v >= 1 for v in (d, d2 or 1)) or d2 == d or not isinstance(axes, list):
-            raise Malformed(where, f"reduction class #{i}: needs an int 'divisor' >= 1, a list 'axes' and "
-                                   "no 'second' divisor or another int >= 1")
-        for ax in axes:
-            a = tuple(ax) if isinstance(ax, list) and len(ax) == 3 and all(type(v) in (str, int) for v in ax) else None
-            if a is None or a[0] not in ("spec", "impl") or a not in C.size:
-                raise Malformed(where, f"reduction class #{i}: {ax!r} is not an axis of the graphs")
-            _fail_if(a in div, where, f"reduction class #{i}: axis {ax!r} is listed twice")
-            div[a] = d2 if i in second else d
-    return div
-
-
-def check(C: Constraints, div: dict[Axis, int]) -> dict[Axis, int]:
-    """Every side condition of a claimed reduction; returns the divisor of every axis."""
-    cls, real, first = C.divisor_classes(), {}, {}
+def solve(C: Constraints) -> dict[Axis, tuple[int, int]]:
+    """Per axis, its class's divisor and second one (0: none): 1 if pinned, else the largest divisor of the gcd of its
+    sizes and constants in blocks leaving each member 2 blocks; a summed class needs the next one too, else 1."""
+    cls, members, units = C.divisor_classes(), {}, {}
     for a in C.size:
-        if a[0] != "term":
-            r, d = cls[a], div.get(a, 1)
-            if real.setdefault(r, d) != d:
-                raise Unjustified(f"axis {list(a)} and axis {list(first[r])} are tied but divided by {d} and {real[r]}")
-            first.setdefault(r, a)
-    full = {a: real.get(cls[a], 1) for a in C.size}
-    for a, d in full.items():
-        g = C.blocks(a)
-        if d > 1 and (C.size[a] % (d * g) or C.size[a] // (d * g) < 2):
-            raise Unjustified(f"axis {list(a)} of size {C.size[a]} (blocks of {g}) cannot be divided by {d} "
-                              "(needs >= 2 blocks left)")
-        if d > 1 and a in C.pins:
-            raise Unjustified(f"axis {list(a)} must keep full size: {C.pins[a]}")
-    for a, v, why in C.scaled:
-        if full[a] > 1 and v % (full[a] * C.blocks(a)):
-            raise Unjustified(f"{why}: {v} is not a multiple of the divisor {full[a]} x blocks of {C.blocks(a)} "
-                              f"of axis {list(a)}")
-    return full
+        members.setdefault(cls[a], []).append(a)
+        units.setdefault(cls[a], []).append((C.size[a], C.blocks(a)))
+    for a, v, _ in C.scaled:
+        units[cls[a]].append((v, C.blocks(a)))
+    summed, out = {a for axes in C.sums.values() for a in axes}, {}
+    for root, ms in members.items():
+        if any(m in C.pins for m in ms) or any(n % g for n, g in units[root]):
+            out[root] = (1, 0)
+            continue
+        g, cap = math.gcd(*[n // k for n, k in units[root]]), min(C.size[m] // (2 * C.blocks(m)) for m in ms)
+        ds = [k for k in range(min(g, cap), 0, -1) if g % k == 0] or [1]
+        out[root] = (ds[0], 0) if not summed & set(ms) else (ds[0], ds[1]) if len(ds) > 2 else (1, 0)
+    return {a: out[r] for a, r in cls.items()}
 
 
 def _rewrite(kw: dict, sites: list[Site], C: Constraints, full: dict[Axis, int]) -> dict:
@@ -248,28 +218,26 @@ def _rescale_term(t: terms.Term, path: str, C: Constraints, full: dict[Axis, int
     return terms.Call(t.fn, args, tuple((k, kw[k]) for k, _ in t.kw))
 
 
-def reduce(spec_json: dict, impl_json: dict, spec: Graph, impl: Graph, relations: dict[str, Relation],
-           classes, where: str, limits: Limits, second: frozenset = frozenset(),
-           C: Constraints | None = None) -> tuple[Graph, Graph, dict[str, Relation], dict]:
-    """Check a claimed reduction (the classes in ``second`` at their second divisor); return the reduced graphs
-    and relations and their JSON values."""
-    C = C or constraints(spec, impl, relations)
-    full = check(C, parse_classes(classes, C, where, second))
-    out: dict[str, dict] = {}
-    for side, g, obj in (("spec", spec, spec_json), ("impl", impl, impl_json)):
-        out[side] = new = copy.deepcopy(obj)
-        for t, v in new["tensors"].items():
-            v["shape"] = [n // full[(side, t, k)] for k, n in enumerate(g.tensors[t].shape)]
-        for raw in new["nodes"]:
-            if (side, raw["name"]) in C.sites:
-                _rewrite(raw["attrs"], C.sites[(side, raw["name"])], C, full)
-    rels = {kind: {s: [str(_rescale_term(e, f"{kind}:{s}#{k}", C, full)) for k, e in enumerate(es)]
-                   for s, es in rel.items()} for kind, rel in relations.items()}
-    # they must type-check again: the side conditions above should make sure they do
-    rspec, rimpl = (parse_graph(out[s], f"{where}: reduced {s} (not justified)", limits) for s in ("spec", "impl"))
-    parsed = {kind: parse_relation(rel, rspec, rimpl, f"{where}: reduced {kind} relation (not justified)", False, limits)
-              for kind, rel in rels.items()}
-    return rspec, rimpl, parsed, out
+def reduce_graph(g: Graph, side: str, C: Constraints, full: dict[Axis, int], where: str) -> Graph:
+    """``g`` with every axis divided by ``full``, its recorded attributes rewritten; every node type-checks again."""
+    tensors = {t: dataclasses.replace(v, shape=tuple(n // full[(side, t, k)] for k, n in enumerate(v.shape)))
+               for t, v in g.tensors.items()}
+    nodes = [dataclasses.replace(n, attrs=_rewrite(dict(n.attrs), C.sites[(side, n.name)], C, full))
+             if (side, n.name) in C.sites else n for n in g.nodes]
+    for n in nodes:
+        _check_shapes(n, tensors, f"{where}: reduced {side} (not justified)")
+    return Graph(g.name, g.world_size, tensors, g.inputs, g.outputs, nodes,
+                 {t: n for n in nodes for t in n.outputs}, g.position)
+
+
+def reduce(spec: Graph, impl: Graph, relations: dict[str, Relation], C: Constraints, full: dict[Axis, int],
+           where: str, limits: Limits) -> tuple[Graph, Graph, dict[str, Relation]]:
+    """The graphs and relations ``C`` was read from, each axis divided by ``full`` (from ``solve``)."""
+    rspec, rimpl = reduce_graph(spec, "spec", C, full, where), reduce_graph(impl, "impl", C, full, where)
+    return rspec, rimpl, {kind: parse_relation({s: [str(_rescale_term(e, f"{kind}:{s}#{k}", C, full))
+                                                    for k, e in enumerate(es)] for s, es in rel.items()},
+                                               rspec, rimpl, f"{where}: reduced {kind} relation (not justified)",
+                                               False, limits) for kind, rel in relations.items()}
 
 
 # Ops through which a value made by a sum stays affine in it: moves, sums, +, -, and * or / by a free value.

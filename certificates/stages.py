@@ -1,60 +1,105 @@
-"""Replay of a ``staged-refinement`` claim: a refinement of the FULL graphs, proved at reduced shapes
-(the four checks: docs/stages.md, "pvcert replay")."""
+"""Replay of a ``staged-refinement`` claim about the FULL graphs: one stage per spec operator, held by congruence or
+decided at shapes the checker reduces it to (docs/stages.md, "pvcert replay")."""
 
 import dataclasses
-import functools
 import hashlib
 import itertools
+import math
 
-from . import graph, obligations, ops_grad, refinement, shapes  # noqa: F401 (its operators: graph.CORE)
-from .graph import Graph
+from . import graph, obligations, ops_grad, refinement, shapes, terms  # noqa: F401 (its operators: graph.CORE)
+from .graph import Graph, Node
 from .errors import Malformed, Rejected, fail_if, field
 from .limits import Limits
+from .refinement import Outcome, Relation
 
 
 def _stage(s, i: int, where: str) -> tuple:
     op, by, key = [s.get(k) for k in ("op", "proved_by", "key")] if isinstance(s, dict) else [0] * 3
-    if not (op is None or isinstance(op, str)) or type(by) is not int or not 0 <= by <= i or not isinstance(key, str):
-        raise Malformed(f"{where}: stage #{i}", "needs 'op' (a spec operator, or null for the expectations), "
-                                                "'proved_by' (this or an earlier stage) and a string 'key'")
+    fail_if(not (op is None or isinstance(op, str)) or type(by) is not int or not 0 <= by <= i or type(key) is not str,
+            Malformed, f"{where}: stage #{i}", "needs 'op' (a spec operator or null), 'proved_by' (<= #) and a 'key'")
     return op, by, key
 
 
-class Reduced:
-    """A checked reduction of the graphs and relations ``rels`` (input, output, evidence) by ``classes``."""
-
-    def __init__(self, jsons: tuple[dict, dict], spec: Graph, impl: Graph, rels: dict, classes: list, where: str,
-                 limits: Limits) -> None:
-        C = self.C = shapes.constraints(spec, impl, rels)
-        # ``at(second)``: the reduced graphs and relations, the classes numbered in ``second`` at their second divisor
-        self.at = functools.cache(lambda second: shapes.reduce(*jsons, spec, impl, rels, classes, where, limits,
-                                                               second=second, C=C))
-        self.ranges = obligations.integer_ranges(self.at(frozenset())[1])   # classes validated there
-        self.classes = {tuple(a): i for i, c in enumerate(classes) if c.get("second") for a in c["axes"]}
-
-    def obligations(self, op: str | None) -> list[tuple]:
-        """The stage of ``op`` (None: the expectations): its obligation, then again for each set of the classes
-        it sums over at their second divisor (docs/stages.md, "Summed axes")."""
-        def at(second: frozenset) -> tuple:
-            rspec, rimpl, red, _ = self.at(second)
-            rel, node = {**red["input"], **red["evidence"]}, next((n for n in rspec.nodes if n.name == op), None)
-            goal = red["output"] if node is None else {t: rel[t] for t in node.outputs if t in rel}
-            return obligations.obligation(rspec, rimpl, rel, node, goal, self.ranges)
-        main = at(frozenset())
-        local = (("spec", main[0]), ("impl", main[1]))
-        sums = {a for side, g in local for n in g.nodes for a in self.C.sums.get((side, n.name), ())}
-        lone = [a for a in sums - set(self.classes) if dict(local)[a[0]].tensors[a[1]].shape[a[2]] != self.C.size[a]]
-        fail_if(lone, shapes.Unjustified, f"axis {lone and list(lone[0])} is summed: reduced only with a second divisor")
-        summed = sorted({self.classes[a] for a in sums & set(self.classes)})
-        for i in summed:
-            why = shapes.affine(self.C, {a for a, k in self.classes.items() if k == i}, *local)
-            fail_if(why, shapes.Unjustified, f"reduction class #{i}: summed, not affinely at {why}", i)
-        subsets = [frozenset(c) for k in range(1, len(summed) + 1) for c in itertools.combinations(summed, k)]
-        return [main] + [at(s) for s in subsets]
+# Operators defined at every float input (no side condition, no error; a norm's ``eps`` > 0): a stage held by
+# congruence on any other operator holds where the spec node is defined, so it assumes that
+# (agda/Composition/Congruence.agda, ``stage``; docs/stages.md, "Stages held by congruence").
+TOTAL = {"add", "sub", "rsub", "mul", "neg", "clone", "alias", "detach", "contiguous", "lift_fresh_copy", "view",
+         "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "slice", "cat",
+         "split", "split_with_sizes", "mm", "bmm", "addmm", "linear", "matmul", "sum", "mean", "gelu", "gelu_backward",
+         "relu", "threshold_backward", "wait_tensor", "exp", "tanh", "sigmoid", "silu", "silu_backward", "_softmax",
+         "softmax", "_log_softmax", "log_softmax", "_softmax_backward_data", "native_layer_norm", "layer_norm",
+         "rms_norm", "native_layer_norm_backward"}
 
 
-def key(obls: list[tuple]) -> str:
-    return hashlib.sha256("".join(obligations.key(*o) for o in obls).encode()).hexdigest()
+def held(ls: Graph, rout: Relation) -> list[Outcome]:   # a congruence: assuming the spec node defined if not TOTAL
+    node, eps = ls.nodes[0], ls.nodes[0].full_attrs(False).get("eps")
+    partial = node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values()) or \
+        eps is not None and not (type(eps) in (int, float) and eps > 0)
+    return [Outcome(t, str(e), n := math.prod(ls.tensors[t].shape), {"congruence": n}, assumed=partial)
+            for t, es in rout.items() for e in es]
+
+
+def _along(node: Node, ls: Graph, d: int) -> bool:
+    """Whether axis ``d`` of each operand and result is one map axis of the node's rule, uncut: pieces commute."""
+    C = shapes.constraints(ls, ls, {})
+    cls, axes = C.divisor_classes(), [("spec", x, d) for x in node.inputs + node.outputs if x]
+    bad = set(C.pins) | {a for s in C.sums.values() for a in s} | {a for a, _, _ in C.scaled}
+    return 0 <= d and all(len(ls.tensors[a[1]].shape) > d and cls[a] == cls[axes[0]] for a in axes) and \
+        not any(cls.get(a) == cls[axes[0]] for a in bad)
+
+
+def congruent(node: Node, ls: Graph, li: Graph, rin: Relation, rout: Relation) -> bool:
+    """Whether each goal ``t = u`` (or ``concat(u_0, ..., dim=d)``, ``d`` a map axis) names impl tensors made by the
+    node's plain operator and attributes, in ``t``'s place, from tensors the hypotheses equate to its inputs in
+    their places (the same concat), of the spec's dtypes (agda/Composition/Congruence.agda)."""
+    for t, es in rout.items():
+        for e in es:
+            d, us = (None, [e.name]) if isinstance(e, terms.Ref) else (dict(e.kw)["dim"], [a.name for a in e.args]) \
+                if e.fn == "concat" and all(isinstance(a, terms.Ref) for a in e.args) else (None, [])
+            ms = [li.producer.get(u) for u in us]
+            if not us or node.op.collective or d is not None and not _along(node, ls, d) or not all(
+                    m and (m.target, m.attrs) == (node.target, node.attrs) and len(m.inputs) == len(node.inputs)
+                    and m.outputs.index(u) == node.outputs.index(t) and li.tensors[u].dtype == ls.tensors[t].dtype
+                    and all((a is None) == (b is None) and (a is None or li.tensors[b].dtype == ls.tensors[a].dtype)
+                            for a, b in zip(node.inputs, m.inputs)) for m, u in zip(ms, us)):
+                return False
+            for p, a in enumerate(node.inputs):
+                pieces = tuple(terms.Ref(m.inputs[p]) for m in ms)
+                if a is not None and (pieces[0] if d is None else terms.Call("concat", pieces, (("dim", d),))) \
+                        not in rin.get(a, []):
+                    return False
+    return bool(rout)
+
+
+def stage(spec: Graph, impl: Graph, rel: Relation, claimed: Relation, op: str | None, ranges: dict, where: str,
+          limits: Limits) -> tuple[str, list[tuple]]:
+    """The stage of ``op`` (None: the expectations): ``("congruence", [its obligation])``, else ``("reduced", ...)``:
+    at the divisors solved for it (summed classes it is not affine in kept full), then at each corner of seconds."""
+    node = spec.nodes[spec.position[op]] if op is not None else None
+    goal = claimed if node is None else {t: rel[t] for t in node.outputs if t in rel}
+    ls, li, rin, rout = obligations.obligation(spec, impl, rel, node, goal, ranges)
+    if node is not None and congruent(node, ls, li, rin, rout):
+        return "congruence", [(ls, li, rin, rout)]
+    if any(not es for es in rin.values()):   # refused as it is
+        return "reduced", [(ls, li, rin, rout)]
+    C = shapes.constraints(ls, li, {"input": rin, "output": rout})
+    cls = C.divisor_classes()
+    for root in {cls[a] for axes in C.sums.values() for a in axes}:
+        if why := shapes.affine(C, members := {a for a, r in cls.items() if r == root}, ("spec", ls), ("impl", li)):
+            C.pin_all(members, f"summed, not affinely at {why}")
+    div = shapes.solve(C)
+    summed = sorted({cls[a] for a, (_, second) in div.items() if second})
+    out = []
+    for k in range(len(summed) + 1):
+        for corner in itertools.combinations(summed, k):
+            rs, ri, red = shapes.reduce(ls, li, {"input": rin, "output": rout}, C, {
+                a: d[1] if cls[a] in corner else d[0] for a, d in div.items()}, where, limits)
+            out.append((rs, ri, red["input"], red["output"]))
+    return "reduced", out
+
+
+def key(how: str, obls: list[tuple]) -> str:
+    return hashlib.sha256((how + "".join(obligations.key(*o) for o in obls)).encode()).hexdigest()
 
 
 def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
@@ -69,36 +114,16 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     unrelated = [t for t in spec.outputs if t not in rels["output"]]
     fail_if(unrelated, Rejected, f"the claim does not relate spec output '{unrelated and unrelated[0]}'")
     fail_if(evidence.get("method") != "staged", Rejected, f"evidence method {evidence.get('method')!r} is not 'staged'")
-    classes = field(field(evidence, "reduction", dict, where), "classes", list, where)
     stages = [_stage(s, i, where) for i, s in enumerate(field(evidence, "stages", list, where))]
-    try:
-        R = Reduced((arts[claim["spec"]][1], arts[claim["impl"]][1]), spec, impl, rels, classes, where, limits)
-        rspec, rimpl = R.at(frozenset())[:2]
-        outcomes = _stages(R, stages, limits)
-    except shapes.Unjustified as e:
-        raise Rejected(f"reduction not justified: {e.args[0]}") from None
-    # stages assumed their operators' conditions: all at once, at full size
-    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
-        raise Rejected(why)
-    reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
-    twice = sum(1 for c in classes if c.get("second"))
-    return (f"{spec.name} refined by {impl.name} at reduced shapes ({len(classes)} classes of axes divided, {twice} "
-            f"also at a second divisor): {len(stages)} stages, {reps} proved, "
-            f"{len(stages) - reps} matched, {obligations.summary(outcomes)}")
-
-
-def _stages(R: Reduced, stages: list[tuple], limits: Limits) -> list:
-    """Check the stages (docs/stages.md, "pvcert replay", steps 2-4): one per operator of the reduced spec, in its
-    order, then the expectations; every spec tensor related. Returns the outcomes of the stages proved."""
-    rspec, _, red, _ = R.at(frozenset())
-    fail_if([op for op, *_ in stages] != [n.name for n in rspec.nodes] + [None], Rejected,
+    fail_if([op for op, *_ in stages] != [n.name for n in spec.nodes] + [None], Rejected,
             "stages must list every spec operator in the order of the graph, then the expectations (null)")
-    missing = [t for t in rspec.tensors if t not in red["input"] and t not in red["evidence"]]
+    missing = [t for t in spec.tensors if t not in rels["input"] and t not in rels["evidence"]]
     fail_if(missing, Rejected, f"spec tensor '{missing and missing[0]}' is not related")
-    keys, outcomes = [], []
+    rel, ranges, keys, outcomes = {**rels["input"], **rels["evidence"]}, obligations.integer_ranges(impl), [], []
     for i, (op, by, digest) in enumerate(stages):
-        at, obls = f"stage #{i} ({op or 'expectations'})", R.obligations(op)
-        keys.append(key(obls))
+        at = f"stage #{i} ({op or 'expectations'})"
+        how, obls = stage(spec, impl, rel, rels["output"], op, ranges, f"{where}: {at}", limits)
+        keys.append(key(how, obls))
         fail_if(keys[i] != digest, Rejected, f"{at}: its key is not the key of its obligation")
         if by != i:
             fail_if(stages[by][1] != by or keys[by] != keys[i], Rejected,
@@ -106,9 +131,13 @@ def _stages(R: Reduced, stages: list[tuple], limits: Limits) -> list:
             continue
         for ls, li, rin, rout in obls:
             fail_if(any(not es for es in rin.values()), Rejected, f"{at}: an input relation cannot be used")
-            outs = obligations.decide(ls, li, rin, rout, limits)
+            outs = held(ls, rout) if how == "congruence" else obligations.decide(ls, li, rin, rout, limits)
             bad = next((o for o in outs if not o.holds), None)
-            if bad:
-                raise Rejected(f"{at}: {bad.failure}")
+            fail_if(bad, Rejected, f"{at}: {bad and bad.failure}")
             outcomes += outs
-    return outcomes
+    # stages assumed their operators' conditions: all at once, at full size
+    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
+        raise Rejected(why)
+    reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
+    return (f"{spec.name} refined by {impl.name}, stage by stage at reduced shapes: {len(stages)} stages, {reps} "
+            f"proved, {len(stages) - reps} matched, {obligations.summary(outcomes)}")

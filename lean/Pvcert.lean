@@ -8,3 +8,5 @@ import Pvcert.Composition.Clean
 import Pvcert.Composition.Chain
 import Pvcert.Composition.Template
 import Pvcert.Composition.Booleans
+import Pvcert.Composition.Congruence
+import Pvcert.Composition.Positivity

@@ -16,7 +16,11 @@ from verifier import direct, fullsize
 from verifier.case import Case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIG = Limits(max_elements=1 << 24)
+
+
+def big() -> Limits:
+    """Room for the full sizes; its clock starts now (a module-level one would start at collection)."""
+    return Limits(max_elements=1 << 24)
 
 
 def _case(impl_nodes: list, rel: dict, expect: dict, n: int = 6) -> Case:
@@ -44,7 +48,7 @@ SHARD = {"x": ["concat(x@r0, x@r1, dim=0)"], "w": ["concat(w@r0, w@r1, dim=0)"]}
 
 def test_draw_satisfies_the_input_relation_and_copies_replicas():
     rel = {"x": ["concat(x@r0, x@r1, dim=0)"], "w": ["concat(w@r0, w@r1, dim=0)"]}
-    r = direct.prepare(_case([_mul(0), _mul(1)], rel, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    r = direct.prepare(_case([_mul(0), _mul(1)], rel, {"y": ["concat(y@r0, y@r1, dim=0)"]}), big())
     spec, impl = fullsize.draw(r, 0, 1.0)
     for name, ts in rel.items():
         for t in ts:
@@ -55,7 +59,7 @@ def test_fan_in_draw_scales_by_the_last_axis_and_satisfies_the_relation():
     """The first draw scales floats of two or more axes by 1/sqrt(their last axis), as weights are initialized
     (a deep model's activations stay near 1 instead of overflowing at magnitude 1 or vanishing at 1e-2)."""
     rel = {"x": ["concat(x@r0, x@r1, dim=0)"], "w": ["concat(w@r0, w@r1, dim=0)"]}
-    r = direct.prepare(_case([_mul(0), _mul(1)], rel, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
+    r = direct.prepare(_case([_mul(0), _mul(1)], rel, {"y": ["concat(y@r0, y@r1, dim=0)"]}), big())
     assert fullsize.DRAWS[0] == fullsize.FAN_IN and fullsize.DRAWS[1:] == direct.SCALES
     spec, impl = fullsize.draw(r, 0, fullsize.FAN_IN)
     for name, ts in rel.items():
@@ -72,7 +76,7 @@ def test_a_sum_in_the_input_relation_is_not_drawn():
     for t in case.impl["tensors"].values():
         t["shape"] = [6, 4]
     with pytest.raises(Unsupported, match="not a move"):
-        fullsize.draw(direct.prepare(case, BIG), 0, 1.0)
+        fullsize.draw(direct.prepare(case, big()), 0, 1.0)
 
 
 def test_sketches_are_linear_across_ranks():
@@ -98,8 +102,8 @@ def test_sketches_are_linear_across_ranks():
 
 
 def test_correct_program_no_counterexample_nothing_unmatched():
-    r = direct.prepare(_case([_mul(0), _mul(1)], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
-    found = fullsize.search(r, 0, BIG)
+    r = direct.prepare(_case([_mul(0), _mul(1)], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), big())
+    found = fullsize.search(r, 0, big())
     assert found.counterexample is None and found.located is None and not found.unmatched
     assert found.draws == len(fullsize.DRAWS)
 
@@ -108,8 +112,8 @@ def test_swapped_shards_refuted_and_located():
     """Rank 1 multiplies its x by rank 0's w-shaped piece of the wrong tensor: the first (only) spec operator
     has no counterpart; the counterexample is the outputs' executed values."""
     nodes = [_mul(0), {**_mul(1, "x", "x")}]
-    r = direct.prepare(_case(nodes, SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
-    found = fullsize.search(r, 0, BIG)
+    r = direct.prepare(_case(nodes, SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), big())
+    found = fullsize.search(r, 0, big())
     cx = found.counterexample
     assert cx is not None and cx.output == "y" and cx.index[0] >= 3 and found.draws == 1
     assert found.located is not None and found.located.name == "m" and found.unmatched == ["y"]
@@ -124,8 +128,8 @@ def test_a_later_refuting_draw_is_run_again_with_its_sketches(monkeypatch):
         seen.append(scale)
         return None if scale == fullsize.FAN_IN else differs(r, spec_out, impl_out, spec_env, seed, scale, top)
     monkeypatch.setattr(fullsize, "_differs", miss_first)
-    r = direct.prepare(_case([_mul(0), _mul(1, "x", "x")], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), BIG)
-    found = fullsize.search(r, 0, BIG)
+    r = direct.prepare(_case([_mul(0), _mul(1, "x", "x")], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), big())
+    found = fullsize.search(r, 0, big())
     assert seen == [fullsize.FAN_IN, 1.0, 1.0] and found.draws == 2
     assert found.counterexample.scale == 1.0 and found.located.name == "m" and found.unmatched == ["y"]
 

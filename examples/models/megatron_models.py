@@ -105,6 +105,35 @@ def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int =
     return model, call
 
 
+def layer(rank: int, world: int, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS, bug: str | None = None):
+    """One transformer layer of the local GPT layer spec (pre-norm self-attention with a causal boolean mask, then
+    the MLP), called on ``[sequence, batch, hidden]`` as the decoder calls it; ``bug`` as for ``gpt``."""
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.spec_utils import build_module
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    tp_setup(world)
+    cfg = TransformerConfig(num_layers=1, hidden_size=hidden, num_attention_heads=heads,
+                            use_cpu_initialization=True, tensor_model_parallel_size=world,
+                            hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
+                            bias_activation_fusion=False, masked_softmax_fusion=False,
+                            gradient_accumulation_fusion=False, apply_rope_fusion=False,
+                            persist_layer_norm=False)
+    model = build_module(get_gpt_layer_local_spec(), config=cfg, layer_number=1)
+    if bug == "no_all_reduce":
+        _unreduced(model.mlp.linear_fc2)
+    elif bug == "attention_scale":
+        model.self_attention.core_attention.softmax_scale = 1.0 / math.sqrt(hidden // world)
+    elif bug is not None:
+        raise ValueError(f"unknown bug {bug!r}: one of {', '.join(BUGS)}")
+
+    def call(m, x, attention_mask):
+        out, _ = m(x, attention_mask=attention_mask)
+        return out
+
+    return model, call
+
+
 def _unreduced(linear: nn.Module) -> None:
     """``linear`` (a RowParallelLinear) runs with megatron's all-reduce of its output replaced by the identity."""
     from megatron.core.tensor_parallel import layers

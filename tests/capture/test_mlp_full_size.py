@@ -26,9 +26,9 @@ def test_full_size_mlp_is_verified_and_replayed(world, size, name, tmp_path):
     r = run_pvcert("verify", _case(tmp_path, f"make_case({world}, size={size})"), "--emit-cert", str(cert))
     assert r.returncode == 0 and f"VERIFIED {name}:" in r.stdout, r.stdout + r.stderr
     assert "verifying on the shape-reduced graphs" in r.stdout
-    classes = json.loads(cert.read_text())["evidence"][name]["reduction"]["classes"]
-    axes = {(a[1], a[2]) for c in classes if c.get("second") for a in c["axes"]}
-    assert {("x", 0), ("x", 2), ("linear_fc1.weight", 0)} <= axes   # tokens, hidden, ffn: all summed somewhere
+    stages = json.loads(cert.read_text())["evidence"][name]["stages"]
+    decided = sum(k for s in stages for m, k in s["methods"].items() if m != "congruence")
+    assert decided < 100_000   # every stage decided far below its 10^8 elements, or held by congruence
     r = run_pvcert("replay", str(cert))
     assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout, r.stdout + r.stderr
 

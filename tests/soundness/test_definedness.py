@@ -215,6 +215,7 @@ def _forge_staged(cert: dict, bug: Pair) -> dict:
     what an attacker can compute, stage keys and element counts included."""
     from certificates import obligations
     from certificates.refinement import parse_relation
+    from certificates.stages import key, stage
 
     cert = _relate_lower(cert, bug)
     evidence = next(iter(cert["evidence"].values()))
@@ -224,12 +225,10 @@ def _forge_staged(cert: dict, bug: Pair) -> dict:
     goal_all = parse_relation(bug[3], spec, impl, "out", False)
     stages, ranges = [], obligations.integer_ranges(impl)
     for i, node in enumerate(list(spec.nodes) + [None]):
-        goal = goal_all if node is None else {t: rel[t] for t in node.outputs if t in rel}
-        ls, li, rin, rout = obligations.obligation(spec, impl, rel, node, goal, ranges)
-        outs = obligations.decide(ls, li, rin, rout, Limits())
+        how, obls = stage(spec, impl, rel, goal_all, node and node.name, ranges, "forge", Limits())
+        outs = [o for ob in obls for o in obligations.decide(*ob, Limits())] if how == "reduced" else []
         assert all(o.holds for o in outs)   # each stage on its own holds: only the whole spec is undefined
-        stages.append({"op": node.name if node else None, "proved_by": i,
-                       "key": hashlib.sha256(obligations.key(ls, li, rin, rout).encode()).hexdigest(),
+        stages.append({"op": node.name if node else None, "proved_by": i, "key": key(how, obls),
                        "elements": sum(o.elements for o in outs), "methods": {}})
     evidence["stages"] = stages
     return cert
@@ -252,3 +251,18 @@ def test_staged_claims_need_the_spec_defined_somewhere(tmp_path):
     results = forge.replayed(_forge_staged(cert, bug()), tmp_path / "forged.json")
     assert not all(x.ok for x in results), [x.detail for x in results]
     assert "defined" in results[0].detail, results[0].detail
+
+
+def test_only_evidently_positive_divisors_go_unrecorded():
+    """``poly._domain`` records no side condition for a value that is evidently > 0 (positive terms of even powers
+    and exponentials, one without powers); every value below can be 0 or negative somewhere and is recorded."""
+    from certificates.poly import Rat, apply, side_conditions
+    x, y = Rat.var("x"), Rat.var("y")
+    positive = [x * x + 1, apply("exp", x) + apply("exp", y), apply("exp", x) * (y * y) + apply("exp", y) + 2,
+                (x * x * y * y + 3) / (apply("exp", y) + x ** 4)]
+    not_evident = [x * x + y * y, apply("exp", x) - 1, x + 1, x * x * y + 1, 1 - x * x, x * x - 2 * x * y + y * y + 1,
+                   (x * x + 1) / (x + 2)]
+    for v, recorded in [(v, False) for v in positive] + [(v, True) for v in not_evident]:
+        with side_conditions() as side:
+            Rat.of(1) / v
+        assert bool(side) == recorded, v

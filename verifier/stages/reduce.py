@@ -1,14 +1,14 @@
-"""Analytic shape reduction of a case (docs/stages.md).
+"""Shape reduction of a whole case, for inference by value (docs/stages.md).
 
-The constraints are the checker's own (``certificates.shapes.constraints``: ties, pins,
-scaled constants, reshape links and grains); this module only solves them: per divisor
-class the largest divisor of the gcd of its sizes and scaled constants, counted in blocks,
-that leaves at least 2 blocks on every member. No optimizer is needed: every constraint is a
-tie, a pin or a divisibility. ``certificates.shapes.reduce`` then rewrites (and re-checks) the graphs.
+The constraints and divisors are the checker's own (``certificates.shapes``: ties, pins, scaled
+constants, reshape links and grains, solved per divisor class); each stage is then reduced again
+on its own by the checker (``certificates.stages.stage``). ``lift`` carries the relation found
+on the reduced case to full size.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -17,6 +17,7 @@ import numpy as np
 
 from certificates import shapes, terms
 from certificates.errors import LimitExceeded, Unsupported
+from certificates.refinement import _uses
 from certificates.limits import Limits
 
 from .. import direct
@@ -34,42 +35,14 @@ class Reduction:
     sizes: dict[Axis, tuple[int, int]] = field(default_factory=dict)  # real axis -> (full, reduced)
     volume: tuple[int, int] = (0, 0)             # elements over all tensors, full and reduced
     full: tuple = ()                             # the full-size (spec, impl, relations) the classes reduce
+    relaxed: bool = False                        # mixed axes reduced (``MIXED``)
 
 
-def _divisors(C: shapes.Constraints, ms: list[Axis], g: int) -> list[int]:
-    """Divisors of ``g`` that leave every member of ``ms`` at least 2 blocks, largest first."""
-    cap = min(C.size[m] // (2 * C.blocks(m)) for m in ms)
-    return [k for k in range(min(g, cap), 0, -1) if g % k == 0]
-
-
-def solve(C: shapes.Constraints) -> dict[Axis, tuple[int, str, int]]:
-    """A divisor, a reason and a second divisor (0: none; summed classes need one) per divisor class
-    (``C.divisor_classes``), keyed by every member axis."""
-    cls = C.divisor_classes()
-    members: dict[Axis, list[Axis]] = {}
-    for a in C.size:
-        members.setdefault(cls[a], []).append(a)
-    units: dict[Axis, list[tuple[int, int]]] = {}    # class -> (a size or offset, its axis' grain)
-    for a in C.size:
-        units.setdefault(cls[a], []).append((C.size[a], C.blocks(a)))
-    for a, v, _ in C.scaled:
-        units[cls[a]].append((v, C.blocks(a)))
-    summed = {a for axes in C.sums.values() for a in axes}
-    out: dict[Axis, tuple[int, str, int]] = {}
-    for root, ms in members.items():
-        pin = next((C.pins[m] for m in ms if m in C.pins), None)
-        if pin or any(n % g for n, g in units[root]):
-            out[root] = (1, f"full size: {pin or 'a size or offset splits a reshape block'}", 0)
-            continue
-        g = math.gcd(*[n // k for n, k in units[root]])
-        ds, small, sums = _divisors(C, ms, g) or [1], min(C.size[m] for m in ms), bool(summed & set(ms))
-        if sums and len(ds) < 3:   # a summed class needs two divisors above 1 (never a second run at full size)
-            ds = [1]
-        second = ds[1] if sums and ds[0] > 1 else 0
-        out[root] = (ds[0], f"gcd {g} of sizes and offsets (in blocks), smallest member {small} kept >= 2 blocks"
-                     + (f"; summed: checked again at divisor {second}" if second else "")
-                     if ds[0] > 1 else f"kept: gcd {g}, smallest member {small}", second)
-    return {a: out[r] for a, r in cls.items()}
+# Pins of axes whose values are only mixed along them (a normalization, a mean, a sum into a gradient): the graphs
+# stay well formed reduced, so inference by value reduces them; each stage is then reduced by the checker, which
+# keeps them at full size where they are mixed.
+MIXED = ("its size enters the mean", "normalized along dim", "normalized size enters the mean",
+         "batch summed into the weight and bias gradients", "positions summed into rows")
 
 
 def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], limits: Limits) -> None:
@@ -90,33 +63,48 @@ def _volume(*graphs) -> int:
     return sum(math.prod(t.shape) for g in graphs for t in g.tensors.values())
 
 
-def reduce_case(case: Case, limits: Limits | None = None, pins: dict[Axis, str] | None = None) -> Reduction:
-    """The reduced case, with its classes (for the certificate) and the axis size map; ``pins``: axes to keep
-    at full size besides the checker's (a summed class whose stages were not affine)."""
+def _json(obj: dict, g) -> dict:
+    """Graph JSON ``obj`` with the shapes and attributes of ``g`` (its reduction)."""
+    out, nodes = copy.deepcopy(obj), {n.name: n for n in g.nodes}
+    for t, v in out["tensors"].items():
+        v["shape"] = list(g.tensors[t].shape)
+    for raw in out["nodes"]:
+        raw["attrs"] = nodes[raw["name"]].attrs
+    return out
+
+
+def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) -> Reduction:
+    """The case reduced for inference (by value: each stage is then reduced on its own, by the checker), with its
+    classes for reports and the axis size map; ``relax``: mixed axes reduced too (``MIXED``)."""
     limits = limits or Limits()
     r = direct.prepare(case, UNBOUNDED)   # shapes only: the reduced case must fit ``limits`` (``_fits``)
     rels = {"input": r.inputs, "output": r.expect}
-    try:
-        C = shapes.constraints(r.spec, r.impl, rels)
-    except shapes.Unjustified as e:   # e.g. a scaled relation: its constant would not be rescaled
-        raise Unsupported(f"{case.name}: shape reduction: {e} (verify without --staged)") from None
-    for a, why in (pins or {}).items():
-        C.pin(a, why)
-    divisors = solve(C)
+    scaled = [t for rel in rels.values() for t, es in rel.items() if any(_uses(e, ("scale", "mean")) for e in es)]
+    if scaled:   # the checker refuses it: the claim's constant would not be rescaled with the sizes
+        raise Unsupported(f"{case.name}: shape reduction: '{scaled[0]}' is related by a scaled relation "
+                          "(verify without --staged)")
+    C = shapes.constraints(r.spec, r.impl, rels)
+    kept = {a: why for a, why in C.pins.items() if not (relax and why.endswith(MIXED))}
+    relaxed, C.pins = len(kept) < len(C.pins), kept
+    divisors, cls = shapes.solve(C), C.divisor_classes()
     classes: dict[Axis, dict] = {}
-    cls = C.divisor_classes()
     for a in C.size:
-        root = cls[a]
-        d, why, second = divisors[a]
-        c = classes.setdefault(root, {"divisor": d, **({"second": second} if second else {}), "full": C.size[a],
-                                      "reason": why, "axes": []})
+        d, second = divisors[a]
+        c = classes.setdefault(cls[a], {"divisor": d, **({"second": second} if second else {}), "full": C.size[a],
+                                        "reason": "", "axes": []})
+        c["reason"] = c["reason"] or (f"full size: {C.pins[a]}" if a in C.pins else "")
         if a[0] != "term":
             c["axes"].append(list(a))
+    for c in classes.values():
+        c["reason"] = c["reason"] or (f"divided by {c['divisor']}" + (f"; summed: checked again at divisor "
+                                                                       f"{c['second']}" if "second" in c else "")
+                                      if c["divisor"] > 1 else "kept: no divisor divides its sizes and offsets "
+                                                               "(in blocks) leaving every member 2 blocks")
     listed = [c for c in classes.values() if c["divisor"] > 1 and c["axes"]]
-    rspec, rimpl, rrels, out = shapes.reduce(case.spec, case.impl, r.spec, r.impl, rels, listed,
-                                             f"{case.name}: reduction", UNBOUNDED)
-    _fits(case, (rspec, rimpl), divisors, limits)
-    reduced = Case(case.name, out["spec"], out["impl"],
+    rspec, rimpl, rrels = shapes.reduce(r.spec, r.impl, rels, C, {a: d[0] for a, d in divisors.items()},
+                                        f"{case.name}: reduction", UNBOUNDED)
+    _fits(case, (rspec, rimpl), {a: (d[0], classes[cls[a]]["reason"]) for a, d in divisors.items()}, limits)
+    reduced = Case(case.name, _json(case.spec, rspec), _json(case.impl, rimpl),
                    {t: [str(e) for e in es] for t, es in rrels["input"].items()},
                    {t: [str(e) for e in es] for t, es in rrels["output"].items()})
     sizes = {}
@@ -125,9 +113,8 @@ def reduce_case(case: Case, limits: Limits | None = None, pins: dict[Axis, str] 
             for k, n in enumerate(v.shape):
                 sizes[(side, t, k)] = (n, rg.tensors[t].shape[k])
     kept = [c for c in classes.values() if c["divisor"] == 1 and c["axes"] and c["full"] > 1]
-    return Reduction(reduced, listed, kept, sizes,
-                     (_volume(r.spec, r.impl), _volume(rspec, rimpl)),
-                     (r.spec, r.impl, rels))
+    return Reduction(reduced, listed, kept, sizes, (_volume(r.spec, r.impl), _volume(rspec, rimpl)),
+                     (r.spec, r.impl, rels), relaxed)
 
 
 def lift(red: Reduction, rel: dict[str, list], rspec, rimpl) -> dict[str, list]:
@@ -200,7 +187,19 @@ def keeps(red: Reduction, t: str, e: terms.Term) -> bool:
         return SimpleNamespace(tensors={n: g.tensors[n] for n in names}, nodes=[])
     try:
         C = shapes.constraints(stub(spec, [t]), stub(impl, terms.refs(e)), {"evidence": {t: [e]}})
-        shapes.check(C, {a: red.sizes[a][0] // red.sizes[a][1] for a in C.size if a[0] != "term"})
-    except (shapes.Unjustified, terms.TermError):
+    except terms.TermError:
         return False
-    return True
+    return _consistent(C, {a: red.sizes[a][0] // red.sizes[a][1] for a in C.size if a[0] != "term"})
+
+
+def _consistent(C: shapes.Constraints, div: dict[Axis, int]) -> bool:
+    """Whether ``div`` gives tied axes one divisor that divides each size and scaled constant, in blocks, leaving
+    2 blocks, and no pinned axis is divided."""
+    cls, real = C.divisor_classes(), {}
+    for a, d in div.items():
+        if real.setdefault(cls[a], d) != d:
+            return False
+    full = {a: real.get(cls[a], 1) for a in C.size}
+    return all(d == 1 or not (C.size[a] % (d * C.blocks(a)) or C.size[a] // (d * C.blocks(a)) < 2 or a in C.pins)
+               for a, d in full.items()) and all(full[a] == 1 or v % (full[a] * C.blocks(a)) == 0
+                                                for a, v, _ in C.scaled)

@@ -1,11 +1,13 @@
 """Staged runs: infer by value on the reduced case, then prove every stage class once, in parallel.
 
-1. ``reduce_case`` shrinks the case (``reduce.py``); the checker re-checks that reduction.
+1. ``reduce_case`` shrinks the whole case for inference by value (``reduce.py``); the relation
+   found is lifted to full size.
 2. The per-operator engine infers the relation with a deferring chain: a candidate found by
    value is kept if it also matches on a second random run; no solver runs yet.
-3. Stages are the local obligations of the chain (one per spec operator, one for the
-   expectations); stages equal modulo renaming (``certificates.chain.key``) form a class
-   and only its first stage, the representative, is proved.
+3. Stages are the checker's (``certificates.stages.stage``): each spec operator's local
+   obligation at full size (one for the expectations), held by congruence or reduced on its
+   own; stages equal modulo renaming (their key) form a class and only its first stage, the
+   representative, is proved.
 4. Representatives are discharged in-process (``jobs=1``), in a local process pool, or on
    a Dask cluster (``executor="dask://HOST:PORT"``).
 5. If a proof fails, the engine's sequential inference (which proves as it goes and drops
@@ -32,8 +34,9 @@ from certificates.errors import CheckError, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
-from certificates.shapes import Unjustified
-from certificates.stages import Reduced, key as stage_key
+from certificates.obligations import integer_ranges
+from certificates.refinement import spec_defined
+from certificates.stages import held, key as stage_key, stage
 
 from .. import direct
 from ..case import Case
@@ -108,9 +111,22 @@ class StagedResult:
         return sum(1 for i, s in enumerate(self.stages) if s.rep == i)
 
 
-def reduced(res: StagedResult) -> tuple[Reduced, dict]:
-    """The checker's view of a run (``certificates.stages.Reduced``) and its payload for workers: the FULL
-    graphs, the claim's relations and the relation found, lifted to full size."""
+class Staged:
+    """The checker's view of a run: the FULL graphs, the claim's relations, the relation found (lifted to full
+    size) and the integer ranges the checker derives; ``stage(op)`` is ``certificates.stages.stage``."""
+
+    def __init__(self, payload: tuple) -> None:
+        (sj, ij), self.rels = payload
+        self.spec, self.impl = parse_graph(sj, "staged spec", UNBOUNDED), parse_graph(ij, "staged impl", UNBOUNDED)
+        self.ranges = integer_ranges(self.impl)
+
+    def stage(self, op: str | None) -> tuple[str, list[tuple]]:
+        rel = {**self.rels["input"], **self.rels["evidence"]}
+        return stage(self.spec, self.impl, rel, self.rels["output"], op, self.ranges, "staged", UNBOUNDED)
+
+
+def payload(res: StagedResult) -> tuple:
+    """The work of the stages, for any process: the FULL graphs, the claim's relations and the relation found."""
     inf, case, red = res.inference, res.case, res.reduction
     spec, impl, rels = red.full if red else (inf.prepared.spec, inf.prepared.impl,
                                              {"input": inf.prepared.inputs, "output": inf.prepared.expect})
@@ -118,51 +134,52 @@ def reduced(res: StagedResult) -> tuple[Reduced, dict]:
     if red:
         found = lift(red, found, inf.prepared.spec, inf.prepared.impl)
         lost = [t for t, es in found.items() if not es]
-        fail_if(lost, Unjustified, f"no relation of '{lost and lost[0]}' found keeps to the shape reduction")
+        fail_if(lost, Unsupported, f"no relation of '{lost and lost[0]}' found keeps to the shape reduction")
     output = {**rels["output"], **{t: found[t] for t in spec.outputs if t not in rels["output"]}}
-    payload = ((case.spec, case.impl), {**rels, "output": output, "evidence": found}, red.classes if red else [])
-    return _reduced(payload), payload
+    return (case.spec, case.impl), {**rels, "output": output, "evidence": found}
 
 
-def plan(res: StagedResult, R: Reduced) -> list[Stage]:
-    """The stages of an inference, as the checker derives them: one per spec operator in graph order, then the
-    expectations; deduplicated by the checker's key (``certificates.stages.key``)."""
-    stages, first = [Stage(n.name) for n in R.at(frozenset())[0].nodes] + [Stage(None)], {}
+def plan(S: Staged) -> list[Stage]:
+    """The stages, as the checker derives them: one per spec operator in graph order, then the expectations;
+    deduplicated by the checker's key (``certificates.stages.key``)."""
+    stages, first = [Stage(n.name) for n in S.spec.nodes] + [Stage(None)], {}
     for i, st in enumerate(stages):
-        st.key = stage_key(R.obligations(st.op))
+        st.key = stage_key(*S.stage(st.op))
         st.rep = first.setdefault(st.key, i)
     return stages
 
 
 # ---------------------------------------------------------------- discharging one stage (any process)
 
-_PARSED: list = [None, None]  # (payload, its ``Reduced``): one cache per process
+_PARSED: list = [None, None]  # (payload, its ``Staged``): one cache per process
 
 
-def _reduced(payload: tuple) -> Reduced:
+def _staged(payload: tuple) -> Staged:
     if _PARSED[0] is not payload:
-        (sj, ij), rels, classes = payload
-        spec, impl = parse_graph(sj, "staged spec", UNBOUNDED), parse_graph(ij, "staged impl", UNBOUNDED)
-        _PARSED[:] = [payload, Reduced((sj, ij), spec, impl, rels, classes, "staged", UNBOUNDED)]
+        _PARSED[:] = [payload, Staged(payload)]
     return _PARSED[1]
 
 
 def discharge(payload: tuple, op: str | None, limits: dict) -> list[tuple]:
-    """Prove one stage at every size it is checked at; returns ``(spec, expr, elements, methods, failure)``
-    per equation, elements and methods summed over the sizes."""
+    """Prove one stage at every size it is checked at; returns ``(spec, expr, elements, methods, failure,
+    assumed)`` per equation, elements and methods summed over the sizes."""
     lim, total = Limits(**limits), None
-    for ls, li, hyp, goal in _reduced(payload).obligations(op):
+    try:
+        how, obls = _staged(payload).stage(op)
+    except CheckError as e:
+        return [(op or "expectations", "", 0, {}, str(e), 0)]
+    for ls, li, hyp, goal in obls:
         empty = [t for t, es in hyp.items() if not es]
         try:
             if empty:
                 raise Unsupported(f"no relation of input '{empty[0]}' can be used: the cone recomputes it")
-            outs = decide(ls, li, hyp, goal, lim)
+            outs = held(ls, goal) if how == "congruence" else decide(ls, li, hyp, goal, lim)
         except CheckError as e:
             outs = [Outcome(s, str(x), failure=str(e)) for s, xs in goal.items() for x in xs]
         total = outs if total is None else [dataclasses.replace(
             a, elements=a.elements + b.elements, methods=dict(Counter(a.methods) + Counter(b.methods)),
-            failure=a.failure or b.failure) for a, b in zip(total, outs)]
-    return [(o.spec, o.expr, o.elements, o.methods, o.failure) for o in total]
+            failure=a.failure or b.failure, assumed=max(a.assumed, b.assumed)) for a, b in zip(total, outs)]
+    return [(o.spec, o.expr, o.elements, o.methods, o.failure, o.assumed) for o in total]
 
 
 _POOL_PAYLOAD: tuple | None = None
@@ -212,46 +229,40 @@ def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, p
     """Plan the stages of ``res.inference`` and prove each class once; True if every stage holds."""
     lim = {f.name: getattr(limits, f.name) for f in dataclasses.fields(limits) if f.name != "start"}
     try:
-        R, payload = reduced(res)
-        res.stages, res.relation, res.claimed = plan(res, R), payload[1]["evidence"], payload[1]["output"]
-    except Unjustified as e:
-        if len(e.args) > 1:   # a summed class not affine in some stage: ``verify_staged`` keeps it full
-            why, cls = e.args
-            raise _NotAffine({tuple(a): why.split(": ", 1)[1] for a in res.reduction.classes[cls]["axes"]}) from None
+        work = payload(res)
+        res.stages, res.relation, res.claimed = plan(_staged(work)), work[1]["evidence"], work[1]["output"]
+    except CheckError as e:
         res.failure = f"the relation found at reduced sizes does not hold at full size as found: {e}"
         return False
     todo = [i for i, s in enumerate(res.stages) if s.rep == i and s.key not in res.proved]
     tasks = [(res.stages[i].op, lim) for i in todo]
     tell = (lambda k: progress("prove", k, len(tasks))) if progress else (lambda k: None)
-    for i, outs in zip(todo, _run(payload, tasks, jobs, executor, tell)):
+    for i, outs in zip(todo, _run(work, tasks, jobs, executor, tell)):
         res.proved[res.stages[i].key] = outs
     for st in res.stages:
         st.outcomes = [Outcome(*o) for o in res.proved[st.key]]
     bad = next(((st, o) for st in res.stages for o in st.outcomes if not o.holds), None)
     res.failure = bad and f"stage {bad[0].op or 'expectations'}: {bad[1].spec} = {bad[1].expr}: {bad[1].failure}"
-    return bad is None
-
-
-class _NotAffine(Exception):
-    """A summed class some stage is not affine in: its axes, each with the checker's reason, to keep at full size."""
+    if not bad and any(o.assumed for st in res.stages for o in st.outcomes):   # as the checker's replay
+        res.failure = spec_defined(_staged(work).spec, limits)
+    return res.failure is None
 
 
 def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
                   progress: Progress | None = None, limits: Limits | None = None, seed: int = 0) -> StagedResult:
-    """Verify ``case`` stage by stage on its reduced shapes; see the module docstring. A summed class whose
-    stages are not affine in its sums (``certificates.shapes.affine``) is kept at full size and the run redone."""
-    limits, pins = limits or Limits(), {}
-    while True:
-        try:
-            return _attempt(case, jobs, executor, reduce, progress, limits, seed, pins)
-        except _NotAffine as e:
-            pins.update(e.args[0])
+    """Verify ``case`` stage by stage at reduced shapes; see the module docstring. Inference runs first with the
+    mixed axes reduced too (``reduce.MIXED``), and again without if that does not verify."""
+    limits = limits or Limits()
+    res = _attempt(case, jobs, executor, reduce, progress, limits, seed, True)
+    if not res.verified and res.reduction and res.reduction.relaxed:
+        res = _attempt(case, jobs, executor, reduce, progress, limits, seed, False)
+    return res
 
 
-def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress: Progress | None,
-             limits: Limits, seed: int, pins: dict) -> StagedResult:
+def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress: Progress | None, limits: Limits,
+             seed: int, relax: bool) -> StagedResult:
     t0 = time.monotonic()
-    red = reduce_case(case, limits, pins) if reduce else None
+    red = reduce_case(case, limits, relax) if reduce else None
     work = red.case if red else case
     t1 = time.monotonic()
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None

@@ -1,0 +1,183 @@
+"""Stages held by congruence (certificates/stages.py ``congruent``; agda/Composition/Congruence.agda).
+
+A stage holds without evaluation when each goal names an impl tensor made by the spec node's operator, with its
+attributes, in the same output place, from tensors the hypotheses equate to the spec node's inputs in their places.
+Each attack below breaks one of those conditions on a false program; the checker must decide that stage (and
+refute it), and the certificate forged with honest keys is REJECTed.
+"""
+
+import pytest
+
+from certificates.graph import parse_graph
+from certificates.ops import REGISTRY
+from certificates.stages import TOTAL, held
+from verifier.case import Case
+from verifier.certificate import artifact
+from verifier.ir import GraphBuilder
+from verifier.stages.certificate import staged_certificate
+from verifier.stages.run import verify_staged
+
+from test_shape_reduction import _replay, rekeyed, stages_of
+
+
+def _pair(spec_node: tuple, impl_node: tuple, dtype: str = "float32") -> Case:
+    """Spec ``Y = op(A, B)`` and an impl ``y = op'(a, b)`` on two replicas; ``*_node``: (target, inputs, attrs)."""
+    s = GraphBuilder("spec", 1)
+    for t in ("A", "B"):
+        s.input(t, [4, 6], "activation")
+    target, ins, kw = spec_node
+    s.node(target, ins, ["Y", "Z"] if "split" in target else "Y", name="op", **kw)
+    s.output(*(["Y", "Z"] if "split" in target else ["Y"]))
+    g = GraphBuilder("impl", 2)
+    outs = []
+    for r in (0, 1):
+        for t in ("a", "b"):
+            g.input(f"{t}@r{r}", [4, 6], "activation", rank=r, dtype=dtype)
+        target, ins, kw = impl_node[:3]
+        mine = [f"y@r{r}", f"z@r{r}"] if "split" in target else [f"y@r{r}"]
+        made = mine[::-1] if impl_node[3:] else mine   # a fourth entry: the outputs in the other order
+        g.node(target, [f"{t}@r{r}" for t in ins], made if len(made) > 1 else made[0], rank=r, name=f"op@r{r}", **kw)
+        outs += mine
+    g.output(*outs)
+    expect = {"Y": ["y@r0", "y@r1"], **({"Z": ["z@r0", "z@r1"]} if "split" in target else {})}
+    return Case("pair", s.build(), g.build(), {"A": ["a@r0", "a@r1"], "B": ["b@r0", "b@r1"]}, expect)
+
+
+SUB = ("aten.sub.Tensor", ["A", "B"], {})
+SPLIT = ("aten.split_with_sizes.default", ["A"], {"split_sizes": [2, 2], "dim": 0})
+ATTACKS = {   # name: (spec node, the impl's node, its dtype)
+    "operands swapped": (SUB, ("aten.sub.Tensor", ["b", "a"], {}), "float32"),
+    "another attribute": (SUB, ("aten.sub.Tensor", ["a", "b"], {"alpha": 2}), "float32"),
+    "another operator": (SUB, ("aten.add.Tensor", ["a", "b"], {}), "float32"),
+    "outputs swapped": (SPLIT, ("aten.split_with_sizes.default", ["a"], {"split_sizes": [2, 2], "dim": 0}, "swap"),
+                        "float32"),
+}
+
+
+def _forged(spec_node: tuple, impl_node: tuple, dtype: str) -> tuple[Case, dict]:
+    """The bug's case, and the certificate of its correct twin (same names) with the bug's impl in place, every
+    stage proving itself under honest keys."""
+    good, bug = _pair(spec_node, (spec_node[0], [t.lower() for t in spec_node[1]], spec_node[2])), \
+        _pair(spec_node, impl_node, dtype)
+    cert = staged_certificate(verify_staged(good))
+    cert["subject"]["artifacts"][1] = artifact("impl", bug.impl)
+    if "Z" in bug.expect:   # the split's outputs by name, as a congruence blind to their places would read them
+        cert["evidence"]["pair"]["relation"].update(Y=["y@r0", "y@r1"], Z=["z@r0", "z@r1"])
+    return bug, rekeyed(cert, bug)
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_a_near_congruence_is_decided_and_its_forged_certificate_rejected(name, tmp_path):
+    bug, cert = _forged(*ATTACKS[name])
+    assert not verify_staged(bug).verified
+    spec, at = stages_of(bug, cert["evidence"]["pair"]["relation"])
+    assert at("op")[0] == "reduced"
+    ok, why = _replay(cert, tmp_path)
+    assert not ok and "stage #0 (op)" in why, why
+
+
+def test_the_same_operator_on_the_same_values_is_held_by_congruence(tmp_path):
+    """The control: replicas computing the spec's own node; and with another dtype, decided instead."""
+    case = _pair(SUB, ("aten.sub.Tensor", ["a", "b"], {}))
+    res = verify_staged(case)
+    assert res.verified and stages_of(case, {"Y": ["y@r0", "y@r1"]})[1]("op")[0] == "congruence"
+    ok, why = _replay(staged_certificate(res), tmp_path)
+    assert ok and "by congruence" in why, why
+    other = _pair(SUB, ("aten.sub.Tensor", ["a", "b"], {}), "float64")
+    assert stages_of(other, {"Y": ["y@r0", "y@r1"]})[1]("op")[0] == "reduced"
+
+
+def test_total_operators_are_exactly_these_targets():
+    """``TOTAL`` names ops by their short name: every registered target it admits is listed here, defined at every
+    float input, so an op added later under one of those names fails this test until it is read too."""
+    from certificates import ops_aten, ops_grad, ops_train  # noqa: F401 (every family registered)
+    admitted = {t for t in REGISTRY if t.split(".")[1] in TOTAL}
+    assert admitted == {
+        "_c10d_functional.wait_tensor.default", "aten._log_softmax.default", "aten._softmax.default",
+        "aten._softmax_backward_data.default", "aten._unsafe_view.default", "aten.add.Scalar", "aten.add.Tensor",
+        "aten.addmm.default", "aten.alias.default", "aten.bmm.default", "aten.cat.default", "aten.clone.default",
+        "aten.contiguous.default", "aten.detach.default", "aten.exp.default", "aten.expand.default",
+        "aten.gelu.default", "aten.gelu_backward.default", "aten.layer_norm.default", "aten.lift_fresh_copy.default",
+        "aten.linear.default", "aten.log_softmax.int", "aten.matmul.default", "aten.mean.default", "aten.mean.dim",
+        "aten.mm.default", "aten.mul.Scalar", "aten.mul.Tensor", "aten.native_layer_norm.default",
+        "aten.native_layer_norm_backward.default", "aten.neg.default", "aten.permute.default", "aten.relu.default",
+        "aten.reshape.default", "aten.rms_norm.default", "aten.rsub.Scalar", "aten.rsub.Tensor",
+        "aten.sigmoid.default", "aten.silu.default", "aten.silu_backward.default", "aten.slice.Tensor",
+        "aten.softmax.int", "aten.split.Tensor", "aten.split_with_sizes.default", "aten.squeeze.default",
+        "aten.squeeze.dim", "aten.squeeze.dims", "aten.sub.Scalar", "aten.sub.Tensor", "aten.sum.default",
+        "aten.sum.dim_IntList", "aten.t.default", "aten.tanh.default", "aten.threshold_backward.default",
+        "aten.transpose.int", "aten.unsqueeze.default", "aten.view.default"}
+
+
+@pytest.mark.parametrize("eps, assumed", [(1e-5, False), (0.0, True), (-1.0, True)])
+def test_a_layer_norm_is_total_only_with_a_positive_eps(eps, assumed):
+    """``rsqrt(var + eps)``: var >= 0, so eps > 0 makes it defined everywhere; eps <= 0 does not."""
+    s = GraphBuilder("spec", 1)
+    s.input("A", [4, 6], "activation")
+    s.node("aten.native_layer_norm.default", ["A"], ["Y", "M", "R"], name="op", normalized_shape=[6], eps=eps)
+    s.output("Y")
+    g = GraphBuilder("impl", 1)
+    g.input("a", [4, 6], "activation")
+    g.node("aten.native_layer_norm.default", ["a"], ["y", "m", "r"], name="op@r0", normalized_shape=[6], eps=eps)
+    g.output("y")
+    case = Case("ln", s.build(), g.build(), {"A": ["a"]}, {"Y": ["y"]})
+    how, [(ls, _, _, rout)] = stages_of(case, {"Y": ["y"], "M": ["m"], "R": ["r"]})[1]("op")
+    assert how == "congruence" and all(o.assumed == assumed for o in held(ls, rout))
+
+
+def test_a_partial_operator_held_by_congruence_needs_the_spec_defined(tmp_path):
+    """``reciprocal`` on replicas: held by congruence where the spec is defined, so replay shows it defined."""
+    s = GraphBuilder("spec", 1)
+    s.input("A", [4], "activation")
+    s.node("aten.reciprocal.default", ["A"], "Y", name="op")
+    s.output("Y")
+    g = GraphBuilder("impl", 1)
+    g.input("a", [4], "activation")
+    g.node("aten.reciprocal.default", ["a"], "y", name="op@r0")
+    g.output("y")
+    case = Case("recip", s.build(), g.build(), {"A": ["a"]}, {"Y": ["y"]})
+    spec = parse_graph(case.spec, "spec")
+    res = verify_staged(case)
+    assert res.verified and stages_of(case, {"Y": ["y"]})[1]("op")[0] == "congruence" and spec.nodes
+    ok, why = _replay(staged_certificate(res), tmp_path)
+    assert ok and "by congruence" in why, why
+
+
+def _softmax_pieces(dim: int, order: tuple = (0, 1)) -> Case:
+    """Spec ``softmax(X, dim)``, X's rows or columns on two ranks, each rank's softmax of its piece; the goal is the
+    ranks' results concatenated along the pieces' axis 0 (``order``: in which order)."""
+    s = GraphBuilder("spec", 1)
+    s.input("X", [4, 6], "activation")
+    s.node("aten._softmax.default", ["X"], "Y", name="op", dim=dim, half_to_float=False)
+    s.output("Y")
+    g = GraphBuilder("impl", 2)
+    for r in (0, 1):
+        g.input(f"x@r{r}", [2, 6], "activation", rank=r)
+        g.node("aten._softmax.default", [f"x@r{r}"], f"y@r{r}", rank=r, name=f"op@r{r}", dim=dim, half_to_float=False)
+    g.output("y@r0", "y@r1")
+    goal = f"concat(y@r{order[0]}, y@r{order[1]}, dim=0)"
+    return Case("pieces", s.build(), g.build(), {"X": ["concat(x@r0, x@r1, dim=0)"]}, {"Y": [goal]})
+
+
+@pytest.mark.parametrize("dim, order, held_, ok", [(1, (0, 1), True, True), (0, (0, 1), False, False),
+                                                   (1, (1, 0), False, False)],
+                         ids=["rows, normalized along columns", "normalized along the cut", "pieces swapped"])
+def test_pieces_along_a_map_axis_are_held_by_congruence(dim, order, held_, ok, tmp_path):
+    """Pieces commute with an operator only along one of its map axes, in their order: a softmax normalized along
+    the axis the ranks cut is decided (and refuted), so are pieces named in another order."""
+    case = _softmax_pieces(dim, order)
+    how = stages_of(case, case.expect)[1]("op")[0]
+    assert (how == "congruence") == held_
+    res = verify_staged(case)
+    assert res.verified == ok
+    if not ok:   # the certificate of the right program, with this goal and honest keys
+        cert = staged_certificate(verify_staged(_softmax_pieces(1, (0, 1))))
+        cert["subject"]["artifacts"][1] = artifact("impl", case.impl)
+        cert["subject"]["artifacts"][0] = artifact("spec", case.spec)
+        cert["claims"][0]["output_relation"] = case.expect
+        cert["evidence"]["pieces"]["relation"] = dict(case.expect)
+        got, why = _replay(rekeyed(cert, case), tmp_path)
+        assert not got and "its key is not the key" not in why, why
+    else:
+        got, why = _replay(staged_certificate(res), tmp_path)
+        assert got and "by congruence" in why, why
