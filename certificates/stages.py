@@ -23,12 +23,10 @@ def _stage(s, i: int, where: str) -> tuple:
 # Operators defined at every float input (no side condition, no error; a norm's ``eps`` > 0): a stage held by
 # congruence on any other operator holds where the spec node is defined, so it assumes that
 # (agda/Composition/Congruence.agda, ``stage``; docs/stages.md, "Stages held by congruence").
-TOTAL = {"add", "sub", "rsub", "mul", "neg", "clone", "alias", "detach", "contiguous", "lift_fresh_copy", "view",
-         "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "slice", "cat",
-         "split", "split_with_sizes", "mm", "bmm", "addmm", "linear", "matmul", "sum", "mean", "gelu", "gelu_backward",
-         "relu", "threshold_backward", "wait_tensor", "exp", "tanh", "sigmoid", "silu", "silu_backward", "_softmax",
-         "softmax", "_log_softmax", "log_softmax", "_softmax_backward_data", "native_layer_norm", "layer_norm",
-         "rms_norm", "native_layer_norm_backward"}
+TOTAL = set("""add sub rsub mul neg clone alias detach contiguous lift_fresh_copy view _unsafe_view reshape permute
+transpose t expand unsqueeze squeeze slice cat split split_with_sizes mm bmm addmm linear matmul sum mean gelu relu
+gelu_backward threshold_backward wait_tensor exp tanh sigmoid silu silu_backward _softmax softmax _log_softmax
+log_softmax _softmax_backward_data native_layer_norm layer_norm rms_norm native_layer_norm_backward""".split())
 
 
 def held(ls: Graph, rout: Relation) -> list[Outcome]:   # a congruence: assuming the spec node defined if not TOTAL
@@ -39,12 +37,16 @@ def held(ls: Graph, rout: Relation) -> list[Outcome]:   # a congruence: assuming
             for t, es in rout.items() for e in es]
 
 
+def _long(g: Graph, n: Node, d: int) -> bool:   # axis d of every operand and result there, as long (uncut)
+    return 0 <= d and len(S := {g.tensors[x].shape[d:d + 1] for x in n.inputs + n.outputs if x}) == 1 and () not in S
+
+
 def _along(node: Node, ls: Graph, d: int) -> bool:
-    """Whether axis ``d`` of each operand and result is one map axis of the node's rule, uncut: pieces commute."""
+    """Whether axis ``d`` is one map axis of the node's rule, uncut and as long everywhere: pieces commute."""
     C = shapes.constraints(ls, ls, {})
     cls, axes = C.divisor_classes(), [("spec", x, d) for x in node.inputs + node.outputs if x]
     bad = set(C.pins) | {a for s in C.sums.values() for a in s} | {a for a, _, _ in C.scaled}
-    return 0 <= d and all(len(ls.tensors[a[1]].shape) > d and cls[a] == cls[axes[0]] for a in axes) and \
+    return _long(ls, node, d) and all(cls[a] == cls[axes[0]] for a in axes) and \
         not any(cls.get(a) == cls[axes[0]] for a in bad)
 
 
@@ -60,6 +62,7 @@ def congruent(node: Node, ls: Graph, li: Graph, rin: Relation, rout: Relation) -
             if not us or node.op.collective or d is not None and not _along(node, ls, d) or not all(
                     m and (m.target, m.attrs) == (node.target, node.attrs) and len(m.inputs) == len(node.inputs)
                     and m.outputs.index(u) == node.outputs.index(t) and li.tensors[u].dtype == ls.tensors[t].dtype
+                    and (d is None or _long(li, m, d))
                     and all((a is None) == (b is None) and (a is None or li.tensors[b].dtype == ls.tensors[a].dtype)
                             for a, b in zip(node.inputs, m.inputs)) for m, u in zip(ms, us)):
                 return False
@@ -73,8 +76,7 @@ def congruent(node: Node, ls: Graph, li: Graph, rin: Relation, rout: Relation) -
 
 def stage(spec: Graph, impl: Graph, rel: Relation, claimed: Relation, op: str | None, ranges: dict, where: str,
           limits: Limits) -> tuple[str, list[tuple]]:
-    """The stage of ``op`` (None: the expectations): ``("congruence", [its obligation])``, else ``("reduced", ...)``:
-    at the divisors solved for it (summed classes it is not affine in kept full), then at each corner of seconds."""
+    """The stage of ``op`` (None: the expectations): held by congruence, or reduced (docs/stages.md) at each corner."""
     node = spec.nodes[spec.position[op]] if op is not None else None
     goal = claimed if node is None else {t: rel[t] for t in node.outputs if t in rel}
     ls, li, rin, rout = obligations.obligation(spec, impl, rel, node, goal, ranges)

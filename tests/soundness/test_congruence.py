@@ -181,3 +181,24 @@ def test_pieces_along_a_map_axis_are_held_by_congruence(dim, order, held_, ok, t
     else:
         got, why = _replay(staged_certificate(res), tmp_path)
         assert got and "by congruence" in why, why
+
+
+def test_a_cat_of_pieces_is_not_the_pieces_of_a_cat(tmp_path):
+    """``cat`` ties its cut axis across operands (each piece reduced alike), but along it the result is x's rows
+    then y's: cat(concat(x0, x1), concat(y0, y1)) is [x0 x1 y0 y1], not [x0 y0 x1 y1]. Operands of other lengths
+    along the axis are never pieces that commute; the stage is decided and refuted."""
+    s = GraphBuilder("spec", 1)
+    for t in ("X", "Y"):
+        s.input(t, [4, 3], "activation")
+    s.node("aten.cat.default", ["X", "Y"], "Z", name="op", dim=0)
+    s.output("Z")
+    g = GraphBuilder("impl", 2)
+    for r in (0, 1):
+        for t in ("x", "y"):
+            g.input(f"{t}@r{r}", [2, 3], "activation", rank=r)
+        g.node("aten.cat.default", [f"x@r{r}", f"y@r{r}"], f"z@r{r}", rank=r, name=f"op@r{r}", dim=0)
+    g.output("z@r0", "z@r1")
+    case = Case("cat", s.build(), g.build(), {"X": ["concat(x@r0, x@r1, dim=0)"], "Y": ["concat(y@r0, y@r1, dim=0)"]},
+                {"Z": ["concat(z@r0, z@r1, dim=0)"]})
+    assert stages_of(case, case.expect)[1]("op")[0] == "reduced"
+    assert not verify_staged(case).verified

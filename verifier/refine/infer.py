@@ -333,13 +333,14 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                 break
             found = {o: tier(o) for o in v.outputs}
             outs = _prove(steps, rel, v, found, texts) if all(found.values()) else []
-        reach, explored = set(), []
-        if not outs or not all(out.holds for out in outs) or _partial(found):
+        reach, explored, partial = set(), [], bool(outs) and _partial(found)
+        if not outs or not all(out.holds for out in outs) or partial:
             frontier = {x for t in ins for e in rel[t] for x in texts.refs(e)}
             reach, explored = region.grow(frontier)
             varying = reach - region.constants   # constants only where nothing else fits
+            # (a sum over ranks: the whole region, so that the collective's copies are found too)
             near = {t for x in frontier for n in region.consumers.get(x, ()) if n.target == v.target
-                    for t in n.outputs} & reach if len(varying) > NEAR_FIRST else set()
+                    for t in n.outputs} & reach if len(varying) > NEAR_FIRST and not partial else set()
             # a spec constant is related to the impl's factories first: a value computed from them (a
             # backward seed halved) would put a later step's own result on that step's frontier
             near = near or (region.factories if not ins else set())

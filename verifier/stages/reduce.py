@@ -80,7 +80,7 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) ->
     r = direct.prepare(case, UNBOUNDED)   # shapes only: the reduced case must fit ``limits`` (``_fits``)
     rels = {"input": r.inputs, "output": r.expect}
     scaled = [t for rel in rels.values() for t, es in rel.items() if any(_uses(e, ("scale", "mean")) for e in es)]
-    if scaled:   # the checker refuses it: the claim's constant would not be rescaled with the sizes
+    if scaled:   # inference at reduced sizes would meet the claim's full-size constant (the checker takes it)
         raise Unsupported(f"{case.name}: shape reduction: '{scaled[0]}' is related by a scaled relation "
                           "(verify without --staged)")
     C = shapes.constraints(r.spec, r.impl, rels)
