@@ -9,7 +9,6 @@ operations and checks that whole-graph and per-operator evidence decide each cla
 
 from __future__ import annotations
 
-import hashlib
 import random
 
 import pytest
