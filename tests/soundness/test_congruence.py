@@ -9,6 +9,7 @@ refute it), and the certificate forged with honest keys is REJECTed.
 import pytest
 
 from certificates.graph import parse_graph
+from certificates.refinement import parse_relation
 from certificates.ops import REGISTRY
 from certificates.stages import TOTAL, held
 from verifier.case import Case
@@ -202,3 +203,84 @@ def test_a_cat_of_pieces_is_not_the_pieces_of_a_cat(tmp_path):
                 {"Z": ["concat(z@r0, z@r1, dim=0)"]})
     assert stages_of(case, case.expect)[1]("op")[0] == "reduced"
     assert not verify_staged(case).verified
+
+
+# (target, attrs, inputs as [rows, cols] operand count, outputs): operators on [4, 6] operands, cut in pieces
+OPS = [("aten.add.Tensor", {}, 2, 1), ("aten.mul.Tensor", {}, 2, 1), ("aten.sub.Tensor", {"alpha": 2}, 2, 1),
+       ("aten.gelu.default", {}, 1, 1), ("aten._softmax.default", {"dim": 0, "half_to_float": False}, 1, 1),
+       ("aten._softmax.default", {"dim": 1, "half_to_float": False}, 1, 1),
+       ("aten._softmax_backward_data.default", {"dim": 1, "input_dtype": "float32"}, 2, 1),
+       ("aten._softmax_backward_data.default", {"dim": 0, "input_dtype": "float32"}, 2, 1),
+       ("aten.cat.default", {"dim": 0}, 2, 1), ("aten.cat.default", {"dim": 1}, 2, 1),
+       ("aten.sum.dim_IntList", {"dim": [1], "keepdim": True}, 1, 1),
+       ("aten.sum.dim_IntList", {"dim": [0], "keepdim": True}, 1, 1),
+       ("aten.mean.dim", {"dim": [1], "keepdim": True}, 1, 1),
+       ("aten.native_layer_norm.default", {"normalized_shape": [6], "eps": 1e-5}, 1, 3),
+       ("aten.split_with_sizes.default", {"split_sizes": [2, 2], "dim": 0}, 1, 2),
+       ("aten.split_with_sizes.default", {"split_sizes": [3, 3], "dim": 1}, 1, 2),
+       ("aten.transpose.int", {"dim0": 0, "dim1": 1}, 1, 1)]
+
+
+def _random_stage(rng) -> tuple:
+    """One operator on two ranks, each operand of the spec cut along ``d`` into the ranks' pieces (in a random
+    order) or replicated, and a goal relating each spec result to the ranks' results concatenated along a random
+    axis in a random order: a stage ``congruent`` may hold or not."""
+    target, attrs, n_in, n_out = OPS[rng.randrange(len(OPS))]
+    d, order = rng.randrange(2), rng.sample([0, 1], 2)
+    ins = [f"A{k}" for k in range(n_in)]
+    s = GraphBuilder("spec", 1)
+    for t in ins:
+        s.input(t, [4, 6], "activation")
+    outs = [f"Y{k}" for k in range(n_out)]
+    s.node(target, ins, outs if n_out > 1 else outs[0], name="op", **attrs)
+    s.output(*outs)
+    spec = parse_graph(s.build(), "spec")
+    piece = [4 // 2, 6] if d == 0 else [4, 6 // 2]
+    g = GraphBuilder("impl", 2)
+    rel = {}
+    for t in ins:
+        cut = rng.random() < 0.8
+        for r in (0, 1):
+            g.input(f"{t.lower()}@r{r}", piece if cut else [4, 6], "activation", rank=r)
+        rel[t] = [f"concat({t.lower()}@r{order[0]}, {t.lower()}@r{order[1]}, dim={d})" if cut else f"{t.lower()}@r0"]
+    try:
+        for r in (0, 1):
+            mine = [f"{y.lower()}@r{r}" for y in outs]
+            g.node(target, [f"{t.lower()}@r{r}" for t in ins], mine if n_out > 1 else mine[0], rank=r,
+                   name=f"op@r{r}", **attrs)
+        g.output(*[f"{y.lower()}@r{r}" for y in outs for r in (0, 1)])
+        impl = parse_graph(g.build(), "impl")
+    except Exception:   # the op does not take the pieces (a split of a cut row, say)
+        return None
+    e, o = rng.randrange(2), rng.sample([0, 1], 2)
+    goal = {}
+    for y in outs:
+        text = f"concat({y.lower()}@r{o[0]}, {y.lower()}@r{o[1]}, dim={e})"
+        try:
+            goal.update(parse_relation({y: [text]}, spec, impl, "goal", False))
+        except Exception:   # shapes that do not fit: no such claim can be written
+            pass
+    return spec, impl, parse_relation(rel, spec, impl, "in", True), goal
+
+
+def test_congruence_never_holds_where_the_checker_decides_otherwise():
+    """Random one-operator stages (elementwise, softmax and its backward along either axis, cat, split, sums, mean,
+    layer norm, transpose; operands cut or replicated, pieces in either order, goals along either axis): wherever
+    ``congruent`` holds the stage, deciding the same obligation element by element holds it too."""
+    import random
+    from certificates.limits import Limits
+    from certificates.obligations import decide, obligation
+    from certificates.stages import congruent
+    rng, held_, tried = random.Random(0), 0, 0
+    while tried < 300:
+        made = _random_stage(rng)
+        if made is None or not made[3]:
+            continue
+        spec, impl, rel, goal = made
+        tried += 1
+        node = spec.nodes[0]
+        ls, li, rin, rout = obligation(spec, impl, rel, node, goal, {})
+        if congruent(node, ls, li, rin, rout):
+            held_ += 1
+            assert all(o.holds for o in decide(ls, li, rin, rout, Limits())), (node.target, node.attrs, rel, goal)
+    assert held_ >= 20, held_   # the property is exercised
