@@ -5,6 +5,7 @@ column-parallel QKV/FC1 (rows), row-parallel projection/FC2 (columns), replicate
 layer norms, biases after the all_reduce and position embeddings; the logits are
 vocab-parallel (sharded on dim 2). Needs megatron-core."""
 import torch
+from examples.cases import megatron_layer
 from examples.models import megatron_models as mm
 from verifier.capture.case import CaptureCase
 from verifier.capture.megatron import cpu_patches
@@ -19,13 +20,11 @@ def sizes(world):
     n = max(world, 4)
     return n, n, n
 
-P = "decoder.layers.0."
-ROW_SHARD = ["embedding.word_embeddings.weight", "output_layer.weight", P + "self_attention.linear_qkv.weight",
-             P + "self_attention.linear_qkv.bias", P + "mlp.linear_fc1.weight", P + "mlp.linear_fc1.bias"]
-COL_SHARD = [P + "self_attention.linear_proj.weight", P + "mlp.linear_fc2.weight"]
-REPL = ["embedding.position_embeddings.weight", P + "self_attention.linear_proj.bias", P + "mlp.linear_fc2.bias",
-        P + "input_layernorm.weight", P + "input_layernorm.bias", P + "pre_mlp_layernorm.weight",
-        P + "pre_mlp_layernorm.bias", "decoder.final_layernorm.weight", "decoder.final_layernorm.bias"]
+P = "decoder.layers.0."   # the layer's parameters, as examples/cases/megatron_layer.py relates them
+ROW_SHARD = ["embedding.word_embeddings.weight", "output_layer.weight"] + [P + k for k in megatron_layer.ROW]
+COL_SHARD = [P + k for k in megatron_layer.COL]
+REPL = ["embedding.position_embeddings.weight", "decoder.final_layernorm.weight", "decoder.final_layernorm.bias"] + \
+    [P + k for k in megatron_layer.REPL]
 
 def rels(prefix=""):
     r = {prefix + k: shard(prefix + k, dim=0) for k in ROW_SHARD}

@@ -30,11 +30,11 @@ def rels(prefix: str = "") -> dict:
 def make_case(world: int = 2, bug: str | None = None, size: dict | None = None) -> CaptureCase:
     """``bug``: one of ``megatron_models.BUGS``; ``size``: seq, hidden, heads (default: the smallest ``world`` allows)."""
     size = size or dict(seq=2, hidden=max(world, 4), heads=max(world, 4))
-    s = size["seq"]
+    s, widths = size["seq"], dict(hidden=size["hidden"], heads=size["heads"])
     return CaptureCase(
         name="megatron_layer" + ("_full" if s >= 1024 else "") + (f"_{bug}" if bug else ""),
-        spec=lambda: mm.layer(0, 1, **size),
-        impl=lambda rank, w: mm.layer(rank, w, **size, bug=bug),
+        spec=lambda: mm.layer(0, 1, **widths),
+        impl=lambda rank, w: mm.layer(rank, w, **widths, bug=bug),
         world_size=world,
         inputs={"x": InputSpec((s, 1, size["hidden"]), torch.float32),
                 "attention_mask": InputSpec((1, 1, s, s), torch.bool, role="mask")},

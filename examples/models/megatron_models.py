@@ -75,23 +75,21 @@ BUGS = {"no_all_reduce": "the MLP's row-parallel FC2 leaves its partial sums unr
         "attention_scale": "the softmax scale from the rank's projection size hidden/TP, not the head size"}
 
 
-def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS,
-        bug: str | None = None):
-    from megatron.core.models.gpt import GPTModel
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+def _config(world: int, hidden: int, heads: int):
+    """The transformer config of ``gpt`` and ``layer``: one layer, dropout and fusions off, CPU initialization."""
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     tp_setup(world)
-    cfg = TransformerConfig(num_layers=1, hidden_size=hidden, num_attention_heads=heads,
-                            use_cpu_initialization=True, tensor_model_parallel_size=world,
-                            hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
-                            bias_activation_fusion=False, masked_softmax_fusion=False,
-                            gradient_accumulation_fusion=False, apply_rope_fusion=False,
-                            persist_layer_norm=False)
-    model = GPTModel(config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=vocab,
-                     max_sequence_length=seq, position_embedding_type="learned_absolute")
+    return TransformerConfig(num_layers=1, hidden_size=hidden, num_attention_heads=heads,
+                             use_cpu_initialization=True, tensor_model_parallel_size=world,
+                             hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
+                             bias_activation_fusion=False, masked_softmax_fusion=False,
+                             gradient_accumulation_fusion=False, apply_rope_fusion=False,
+                             persist_layer_norm=False)
 
-    layer = model.decoder.layers[0]
+
+def _plant(layer: nn.Module, bug: str | None, hidden: int, world: int) -> None:
+    """``bug`` (one of ``BUGS``) planted in a transformer ``layer``."""
     if bug == "no_all_reduce":
         _unreduced(layer.mlp.linear_fc2)
     elif bug == "attention_scale":
@@ -99,33 +97,30 @@ def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int =
     elif bug is not None:
         raise ValueError(f"unknown bug {bug!r}: one of {', '.join(BUGS)}")
 
+
+def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS,
+        bug: str | None = None):
+    from megatron.core.models.gpt import GPTModel
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+
+    model = GPTModel(config=_config(world, hidden, heads), transformer_layer_spec=get_gpt_layer_local_spec(),
+                     vocab_size=vocab, max_sequence_length=seq, position_embedding_type="learned_absolute")
+    _plant(model.decoder.layers[0], bug, hidden, world)
+
     def call(m, input_ids, position_ids, attention_mask):
         return m(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask)
 
     return model, call
 
 
-def layer(rank: int, world: int, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS, bug: str | None = None):
+def layer(rank: int, world: int, hidden: int = HIDDEN, heads: int = HEADS, bug: str | None = None):
     """One transformer layer of the local GPT layer spec (pre-norm self-attention with a causal boolean mask, then
     the MLP), called on ``[sequence, batch, hidden]`` as the decoder calls it; ``bug`` as for ``gpt``."""
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.spec_utils import build_module
-    from megatron.core.transformer.transformer_config import TransformerConfig
 
-    tp_setup(world)
-    cfg = TransformerConfig(num_layers=1, hidden_size=hidden, num_attention_heads=heads,
-                            use_cpu_initialization=True, tensor_model_parallel_size=world,
-                            hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
-                            bias_activation_fusion=False, masked_softmax_fusion=False,
-                            gradient_accumulation_fusion=False, apply_rope_fusion=False,
-                            persist_layer_norm=False)
-    model = build_module(get_gpt_layer_local_spec(), config=cfg, layer_number=1)
-    if bug == "no_all_reduce":
-        _unreduced(model.mlp.linear_fc2)
-    elif bug == "attention_scale":
-        model.self_attention.core_attention.softmax_scale = 1.0 / math.sqrt(hidden // world)
-    elif bug is not None:
-        raise ValueError(f"unknown bug {bug!r}: one of {', '.join(BUGS)}")
+    model = build_module(get_gpt_layer_local_spec(), config=_config(world, hidden, heads), layer_number=1)
+    _plant(model, bug, hidden, world)
 
     def call(m, x, attention_mask):
         out, _ = m(x, attention_mask=attention_mask)
