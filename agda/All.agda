@@ -18,4 +18,5 @@ import Confluence.Counted
 import Composition.Template
 import Composition.Booleans
 import Composition.Congruence
+import Composition.Intervals
 import Composition.Positivity

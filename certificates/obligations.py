@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from . import terms
 from .dtypes import bounds
 from .graph import Graph, Node, _fail_if, parse_graph
+from .ops import MOVES
 from .limits import Limits
 from .refinement import Outcome, Relation, check
 
@@ -34,13 +35,6 @@ def subgraph(g: Graph, name: str, nodes: list[Node], outputs: list[str], extra: 
     inputs = [t for t in used if t not in produced]
     return Graph(name, g.world_size, {t: g.tensors[t] for t in used}, inputs, list(outputs), nodes,
                  {t: n for n in nodes for t in n.outputs}, {n.name: i for i, n in enumerate(nodes)})
-
-
-# Ops that only move or copy elements: an integer result lies within its inputs' ranges.
-MOVES = {"clone", "alias", "detach", "lift_fresh_copy", "contiguous", "_to_copy", "view", "_unsafe_view",
-         "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "slice", "select", "cat",
-         "split", "split_with_sizes", "chunk", "narrow", "wait_tensor", "all_gather_into_tensor",
-         "broadcast", "all_to_all_single", "send_recv"}
 
 
 def integer_ranges(g: Graph) -> dict[str, tuple[int, int]]:

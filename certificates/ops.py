@@ -54,6 +54,13 @@ def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Ca
     return deco
 
 
+# Ops that only move or copy elements: an integer result lies within its inputs' ranges.
+MOVES = {"clone", "alias", "detach", "lift_fresh_copy", "contiguous", "_to_copy", "view", "_unsafe_view",
+         "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "slice", "select", "cat",
+         "split", "split_with_sizes", "chunk", "narrow", "wait_tensor", "all_gather_into_tensor",
+         "broadcast", "all_to_all_single", "send_recv"}
+
+
 # ---------------------------------------------------------------- helpers
 
 def is_sym(a) -> bool:

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import terms
+from . import intervals, terms
 from .box import Box, boxes
 from .dtypes import bounds
 from .errors import LimitExceeded, Malformed, Unsupported, fail_if
@@ -217,9 +217,9 @@ class Outcome:
         return self.failure is None
 
 
-def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict, limits: Limits):
-    """Yield concrete environments: every free integer variable over its declared range."""
-    ranges: dict[str, range] = {}
+def integer_cases(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict, limits: Limits) -> intervals.Cases:
+    """The cases of the free integer variables (intervals.py), each first over its declared range."""
+    box: dict[str, tuple[int, int]] = {}
     for n in impl.inputs:
         t = impl.tensors[n]
         if t.is_int:
@@ -229,48 +229,48 @@ def integer_assignments(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict
             lo, hi = t.range or (0, 2)
             if free and not bounds(t.dtype)[0] <= lo < hi <= bounds(t.dtype)[1] + 1:
                 raise Unsupported(f"integer tensor '{n}' ranges over [{lo}, {hi}), beyond {t.dtype}")
-            for a in free:
-                ranges.setdefault(a, range(lo, hi))
-    names = sorted(ranges)
-    total = math.prod(len(ranges[n]) for n in names)
-    if total > limits.max_assignments:
-        raise LimitExceeded(f"{total} assignments of integer inputs exceed the limit of {limits.max_assignments}")
+            box.update({a: (lo, hi) for a in free if a not in box})
+    return intervals.Cases(box, ((spec, spec_env), (impl, impl_env)), lambda ge, point: _concrete(*ge, point), limits)
 
-    def concrete(graph: Graph, env: dict, point: dict) -> dict:
-        out = {}
-        for n, v in env.items():
-            t = graph.tensors[n]
-            if t.is_int:
-                vals = [int(Rat.of(x).value(point.__getitem__)) for x in v.ravel()]
-                out[n] = np.array(vals, dtype=bool if t.dtype == "bool" else np.int64).reshape(v.shape)
-            elif v.size and isinstance(v.flat[0], Rat):  # real values may depend on integer inputs
-                out[n] = np.frompyfunc(lambda x: substitute(x, point), 1, 1)(v) if point else v
-            else:
-                out[n] = v.astype(float)
-        return out
 
-    for combo in itertools.product(*(ranges[n] for n in names)):
-        point = dict(zip(names, combo))
-        yield point, concrete(spec, spec_env, point), concrete(impl, impl_env, point)
+def _concrete(graph: Graph, env: dict, point: dict) -> dict:
+    """``env`` with the variables of ``point`` replaced by their values; integer tensors of constants as ints."""
+    out = {}
+    for n, v in env.items():
+        if v.size and isinstance(v.flat[0], Rat) or graph.tensors[n].is_int:
+            v = np.frompyfunc(lambda x: substitute(Rat.of(x), point), 1, 1)(v) if point else v
+        if graph.tensors[n].is_int and all(Rat.of(x).constant() is not None for x in v.ravel()):
+            vals = [int(Rat.of(x).constant()) for x in v.ravel()]
+            v = np.array(vals, dtype=bool if graph.tensors[n].dtype == "bool" else np.int64).reshape(v.shape)
+        out[n] = v if graph.tensors[n].is_int or v.size and isinstance(v.flat[0], Rat) else v.astype(float)
+    return out
 
 
 def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT,
-          strict: bool = True, run=evaluate, assignments=integer_assignments) -> list[Outcome]:
+          strict: bool = True, run=intervals.evaluate, assignments=integer_cases) -> list[Outcome]:
     """Decide ``inputs => outputs`` for all impl input values (symbolically; ``run``, ``assignments``: symint.py)."""
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
     shown_defined = False
-    for point, s_env, i_env in assignments(spec, impl, spec_env, impl_env, limits):
-        with side_conditions() as s_side:
-            s_vals = run(spec, s_env, True, limits)
-        try:
+    cases = assignments(spec, impl, spec_env, impl_env, limits)
+    for point, s_env, i_env in cases:
+        failed = None
+        try:   # the impl first: its comparisons are what usually cut a case
             with side_conditions() as i_side:
-                i_vals = run(impl, i_env, True, limits)
-        except Unsupported as e:
+                try:
+                    i_vals = run(impl, i_env, True, limits)
+                except Unsupported as e:
+                    failed = e
+            with side_conditions() as s_side:
+                s_vals = run(spec, s_env, True, limits)
+        except intervals.Cut as cut:
+            cases.split(cut)
+            continue
+        if failed:
             if not point:
-                raise
+                raise failed
             for o in outcomes.values():
-                o.failure = o.failure or f"impl fails at integer inputs {point}: {e}"
+                o.failure = o.failure or f"impl fails at integer inputs {point}: {failed}"
             break
         # Definedness (DESIGN.md rule 4): assume only the spec's side conditions, shown
         # satisfiable (``spec_defined``), and only once the impl's are shown to follow from them.

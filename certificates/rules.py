@@ -155,7 +155,8 @@ def _emb_bwd_rule(C, I, O, a, why) -> None:
     C.pin(out[0], f"{why}: rows indexed by integer values")
     C.tie(g[-1], out[1])
     C.bcast(I[1], g[:-1])
-    C.pin_all(g[:-1], f"{why}: positions summed into rows")
+    for x in g[:-1]:   # rows += each position's one-hot term (Summed.agda's per-slice form)
+        C.pin(x, f"{why}: scaled by frequency") if a["scale_grad_by_freq"] else C.sum(x)
 
 
 def _permute_rule(perm: Callable) -> Callable:

@@ -12,8 +12,7 @@ from .dtypes import fit
 from .errors import LimitExceeded, Unsupported
 from .graph import Graph
 from .limits import DEFAULT, Limits
-from .obligations import MOVES
-from .ops import ShapeError, _scalar, is_sym
+from .ops import MOVES, ShapeError, _scalar, is_sym
 from .poly import Rat
 from .refinement import Outcome, Relation
 

@@ -90,7 +90,7 @@ def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0) -> 
         if not all(np.array_equal(np.asarray(terms.evaluate(e, impl_env.__getitem__)), spec_env[n])   # repeated
                    for n, es in r.inputs.items() for e in es):                                       # q rows)
             raise
-    (_, s_env, i_env), = refinement.integer_assignments(r.spec, r.impl, spec_env, impl_env, limits)
+    (_, s_env, i_env), = refinement.integer_cases(r.spec, r.impl, spec_env, impl_env, limits)
     s_vals = evaluate(r.spec, s_env, False, limits)
     try:
         return s_vals, evaluate(r.impl, i_env, False, limits)
