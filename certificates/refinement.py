@@ -238,7 +238,7 @@ def _concrete(graph: Graph, env: dict, point: dict) -> dict:
     out = {}
     for n, v in env.items():
         if v.size and isinstance(v.flat[0], Rat) or graph.tensors[n].is_int:
-            v = np.frompyfunc(lambda x: substitute(Rat.of(x), point), 1, 1)(v) if point else v
+            v = np.asarray(np.frompyfunc(lambda x: substitute(Rat.of(x), point), 1, 1)(v), dtype=object) if point else v
         if graph.tensors[n].is_int and all(Rat.of(x).constant() is not None for x in v.ravel()):
             vals = [int(Rat.of(x).constant()) for x in v.ravel()]
             v = np.array(vals, dtype=bool if graph.tensors[n].dtype == "bool" else np.int64).reshape(v.shape)
