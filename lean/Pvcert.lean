@@ -9,4 +9,5 @@ import Pvcert.Composition.Chain
 import Pvcert.Composition.Template
 import Pvcert.Composition.Booleans
 import Pvcert.Composition.Congruence
+import Pvcert.Composition.Intervals
 import Pvcert.Composition.Positivity

@@ -21,7 +21,7 @@ elif command -v lean >/dev/null 2>&1; then
   out=.lake/manual
   for f in Pvcert/Vec.lean Pvcert/ShapeReduction/SIMD.lean Pvcert/ShapeReduction/Reduction.lean \
            Pvcert/ShapeReduction/MapAxis.lean Pvcert/Composition/Clean.lean Pvcert/Composition/Chain.lean \
-           Pvcert/ShapeReduction/Summed.lean Pvcert/Composition/Template.lean Pvcert/Composition/Booleans.lean Pvcert/Composition/Congruence.lean Pvcert/Composition/Positivity.lean \
+           Pvcert/ShapeReduction/Summed.lean Pvcert/Composition/Template.lean Pvcert/Composition/Booleans.lean Pvcert/Composition/Congruence.lean Pvcert/Composition/Intervals.lean Pvcert/Composition/Positivity.lean \
            Pvcert.lean; do
     mkdir -p "$out/$(dirname "$f")"
     LEAN_PATH="$out${LEAN_PATH:+:$LEAN_PATH}" lean -o "$out/${f%.lean}.olean" "$f"
