@@ -303,5 +303,5 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limit
         for t, v in zip(node.outputs, outs):
             vals[t] = v = np.asarray(v)
             if v.size > limits.max_elements:
-                raise LimitExceeded(f"{g.name}: tensor '{t}' has {v.size} elements (limit {limits.max_elements})")
+                raise LimitExceeded(f"{g.name}: '{t}' of {node.target} '{node.name}': {v.size} elements, over {limits.max_elements}")
     return vals
