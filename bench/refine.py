@@ -64,8 +64,8 @@ def full_size(case_module: str, call: str):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "case.py")
             with open(path, "w") as f:
-                sizes = ", ".join(n for n in ("FULL", "LLAMA") if n in call)
-                f.write(f"from {case_module} import make_case, {sizes}\nCASE = {call}\n")
+                names = ", ".join(["make_case"] + [n for n in ("FULL", "LLAMA") if n in call])
+                f.write(f"from {case_module} import {names}\nCASE = {call}\n")
             out, t0, cert = io.StringIO(), time.perf_counter(), os.path.join(tmp, "c.json")
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 code = cli.main(["verify", path, "--emit-cert", cert])
@@ -105,9 +105,21 @@ def main() -> int:
                    "megatron-core GPTModel at vocabulary 32768, sequence 1024, "
                    "hidden 768, and transformers Llama and Qwen2 at vocabulary 32000, sequence 1024, hidden 768 / 1024, "
                    "through pvcert verify: correct (too large to prove) and with planted bugs")
-    p.add_argument("--json", default=None, help="default bench/results/refine.json (refine-full.json with --full)")
+    p.add_argument("--curve", action="store_true", help="megatron-core's transformer layer TP2 (hidden 768, 16 heads) "
+                   "at sequence 256 to 4096 through pvcert verify: the time against sequence length")
+    p.add_argument("--json", default=None, help="default bench/results/refine.json (refine-full.json with --full, "
+                   "refine-curve.json with --curve)")
     args = p.parse_args()
-    args.json = args.json or os.path.join(ROOT, "bench", "results", "refine-full.json" if args.full else "refine.json")
+    name = "refine-full.json" if args.full else "refine-curve.json" if args.curve else "refine.json"
+    args.json = args.json or os.path.join(ROOT, "bench", "results", name)
+    if args.curve:
+        h = Harness("pvcert verify against sequence length: verdict, time (capture and the run included), note")
+        h.header()
+        for seq in (256, 512, 1024, 2048, 4096):
+            h.run(f"megatron-core transformer layer (hidden 768, 16 heads) TP2, sequence {seq}, fwd+bwd",
+                  full_size("examples.cases.megatron_layer", f"make_case(2, size=dict(seq={seq}, hidden=768, heads=16))"))
+        h.write(args.json)
+        return 0
     if args.full:
         h = Harness("pvcert verify at full size: verdict, time (capture and the full-size run included), note")
         h.header()

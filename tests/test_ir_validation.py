@@ -91,6 +91,23 @@ def test_nodes_in_any_order_are_sorted(impl_graph):
     assert order.index("n0") < order.index("n1") < order.index("n2") < order.index("all_reduce")
 
 
+def test_the_order_does_not_depend_on_node_names(impl_graph):
+    """A graph in topological order keeps it; out of order, it is sorted by places, whatever the nodes are called
+    (here names sorting against the places)."""
+    assert [n.name for n in parse_graph(impl_graph, "impl.json").nodes] == [n["name"] for n in impl_graph["nodes"]]
+    g = copy.deepcopy(impl_graph)
+    g["nodes"].reverse()
+    renamed = copy.deepcopy(g)
+    for i, n in enumerate(renamed["nodes"]):
+        n["name"] = f"z{i:03d}"
+
+    def places(graph: dict) -> list[int]:
+        at = {n["name"]: i for i, n in enumerate(graph["nodes"])}
+        return [at[n.name] for n in parse_graph(graph, "impl.json").nodes]
+
+    assert places(g) == places(renamed)
+
+
 def test_bad_json_and_duplicates():
     with pytest.raises(Malformed, match="g.json: invalid JSON"):
         parse_json('{"format": ', "g.json")

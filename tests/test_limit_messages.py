@@ -5,9 +5,11 @@ runs on graphs of any size."""
 
 import json
 
+import numpy as np
 import pytest
 
 from certificates.errors import LIMIT, LimitExceeded
+from certificates.graph import evaluate
 from certificates.limits import Limits
 from conftest import run_pvcert
 from verifier.case import Case
@@ -23,6 +25,18 @@ def test_parse_limit_names_the_operators_of_the_tensor():
     with pytest.raises(LimitExceeded, match=r"tensor 'X' has shape \[64, 64\], too large to check "
                                             r"\(read by 'n0' \(aten.neg.default\)\)"):
         parsed(g.build(), "big", Limits(max_elements=16))
+
+
+def test_evaluation_limit_names_the_tensor_and_its_operator():
+    """A tensor made over the element limit while a graph runs (an outer product of two small inputs)."""
+    g = GraphBuilder("outer")
+    g.input("X", [8, 1], "activation")
+    g.input("Y", [1, 8], "activation")
+    g.node("aten.mul.Tensor", ["X", "Y"], "Z", name="outer_mul")
+    g.output("Z")
+    graph = parsed(g.build(), "outer", Limits())
+    with pytest.raises(LimitExceeded, match=r"outer: 'Z' of aten.mul.Tensor 'outer_mul': 64 elements, over 16"):
+        evaluate(graph, {"X": np.ones((8, 1)), "Y": np.ones((1, 8))}, False, Limits(max_elements=16))
 
 
 def test_reduction_limit_names_tensor_operator_and_why_each_axis_kept_its_size():
