@@ -36,6 +36,7 @@ CASES = {
     "cycle": (lambda g: node(g, "n0").update(inputs=["x@r0", "a@r0"], target="aten.add.Tensor",
                                             attrs={}) or g["tensors"]["h@r0"].update(shape=[2, 4]),
               "nodes form a cycle"),
+    "self loop": (lambda g: node(g, "n1").update(inputs=["a@r0"]), "nodes form a cycle (through 'n1'"),
     "duplicate node name": (lambda g: node(g, "n1").update(name="n0"), "duplicate node name 'n0'"),
     "produced twice": (lambda g: node(g, "n1").update(outputs=["h@r0"]), "tensor 'h@r0' is already produced"),
     "node rank outside world": (lambda g: node(g, "n0").update(rank=7), "rank 7 outside the world of size 2"),
