@@ -118,15 +118,13 @@ def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
         node = _node(raw, i, tensors, world, where)
         _fail_if(node.name in nodes, where, f"duplicate node name '{node.name}'")
         nodes[node.name] = node
-    g = Graph(name, world, tensors, inputs, outputs, [])
-    g.nodes, g.producer = _toposort(list(nodes.values()), inputs, where)
-    g.position = {n.name: i for i, n in enumerate(g.nodes)}
+    order, producer = _toposort(list(nodes.values()), inputs, where)
     for t in tensors:
-        if t not in g.producer and t not in inputs:
+        if t not in producer and t not in inputs:
             raise Malformed(where, f"tensor '{t}' is neither a graph input nor produced by a node")
-    for node in g.nodes:
+    for node in order:
         _check_shapes(node, tensors, where)
-    return g
+    return Graph(name, world, tensors, inputs, outputs, order, producer, {n.name: i for i, n in enumerate(order)})
 
 
 def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor:
