@@ -87,9 +87,8 @@ def read_bytes(path: str, limits: Limits = DEFAULT) -> bytes:
 
 def load_json(path: str, limits: Limits = DEFAULT):
     """Read and parse a JSON file within the limits."""
-    data = read_bytes(path, limits)
     try:
-        text = data.decode("utf-8")
+        text = read_bytes(path, limits).decode("utf-8")
     except UnicodeDecodeError as e:
         raise Malformed(path, f"not UTF-8: {e.reason} at byte {e.start}") from None
     return parse_json(text, path, limits)
