@@ -1,11 +1,9 @@
 """Exact normal form over the rationals with opaque atoms.
 
-A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``, else ``Fraction``),
-a monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a polynomial key (``()``: no exp factor), so
-``exp(a) * exp(b) = exp(a + b)`` by construction. Other functions (tanh, sqrt, max, ...) are atoms named by the
-canonical text of their normalized arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where
-d != 0).
-"""
+A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``, else ``Fraction``), a
+monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a polynomial key (``()``: no exp factor), so
+``exp(a) * exp(b) = exp(a + b)`` by construction. Other functions (tanh, sqrt, max...) are atoms named by the canonical
+text of their normalized arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where d != 0)."""
 
 import hashlib
 import math
@@ -24,8 +22,7 @@ except ImportError:  # pragma: no cover
     Q = Fraction
 
 Mono = tuple  # tuple[tuple[str, int], ...]
-Key = tuple   # (Mono, expo poly key)
-ONE_KEY: Key = ((), ())
+ONE_KEY = ((), ())   # a term key: (Mono, expo poly key)
 MAX_TERMS = 50_000
 LAZY_LONG, LAZY_SHORT = 16, 4   # Poly.add: a sum of these sizes is built lazily
 MAX_EXPONENT = 64   # |k| of a power of a symbolic value (each step is one product)
@@ -41,8 +38,7 @@ _SIDE: list[Cond] | None = None
 
 @contextmanager
 def side_conditions() -> Iterator[list[Cond]]:
-    """Collect the side condition of every partial operation on a non-constant value built
-    meanwhile (constants are decided on the spot: a constant outside the domain raises)."""
+    """Collect the side condition of each partial operation on a non-constant value (constants out of domain raise)."""
     global _SIDE
     saved, _SIDE = _SIDE, []
     try:
@@ -67,6 +63,11 @@ def _is_array(o) -> bool:
     return type(o) is not Rat and hasattr(o, "ndim") and not isinstance(o, numbers.Number)
 
 
+def _operator(op: Callable) -> Callable:
+    """The operator ``op(self, Rat.of(o))``; ``NotImplemented`` for an array ``o`` (``_is_array``)."""
+    return lambda self, o: NotImplemented if _is_array(o) else op(self, Rat.of(o))
+
+
 class Expo(tuple):
     """An exponent key with its hash cached (term keys hash in O(1)); equal, ordered, hashed as the tuple."""
 
@@ -87,10 +88,7 @@ def intern_expo(key: tuple) -> tuple:
     """The interned exponent for the polynomial key ``key`` (``()`` for zero)."""
     if not key or type(key) is Expo:
         return key
-    e = _EXPOS.get(key)
-    if e is None:
-        e = _EXPOS[key] = Expo(key)
-    return e
+    return _EXPOS.get(key) or _EXPOS.setdefault(key, Expo(key))
 
 
 @lru_cache(maxsize=1 << 17)
@@ -125,10 +123,10 @@ class Poly:
 
     __slots__ = ("_t", "_k", "_up")
 
-    def __init__(self, t: dict | None = None) -> None:
-        self._t: dict | None = t if t is not None else {}
+    def __init__(self, t: dict | None = None, up: tuple | None = None) -> None:
+        self._t: dict | None = {} if t is None and up is None else t   # None while lazy (``up``)
         self._k: tuple | None = None
-        self._up: tuple | None = None
+        self._up: tuple | None = up
 
     @property
     def t(self) -> dict:
@@ -174,14 +172,11 @@ class Poly:
             if short._up is None and len(short._t) <= LAZY_SHORT and (sign == 1 or not left) \
                     and (long._up is not None or len(long._t) >= LAZY_LONG):
                 base, log, n = long._up or (long, [], 0)
-                if len(log) != n:                # a shared prefix: extend a copy
-                    log = log[:n]
+                log = log if len(log) == n else log[:n]   # a shared prefix: extend a copy
                 log.append(len(short._t) << 2 | (sign != 1) << 1 | left)
                 for kc in short._t.items():
                     log.extend(kc)
-                p = Poly(None)
-                p._t, p._up = None, (base, log, len(log))
-                return p
+                return Poly(None, (base, log, len(log)))
         a, b = self.t, o.t
         if sign == 1 and len(b) > len(a):  # copy the larger, walk the smaller
             a, b = b, a
@@ -278,10 +273,7 @@ class Rat:
     def __init__(self, n: Poly, d: Poly = ONE_P) -> None:
         if d.is_zero():
             raise ZeroDivisionError("division by a value that normalizes to zero")
-        if d is ONE_P or n.is_zero():
-            self.n, self.d = n, ONE_P
-            return
-        c = d.constant()
+        c = 1 if d is ONE_P or n.is_zero() else d.constant()
         if c is not None:
             self.n, self.d = (n if c == 1 else n.scale(1 / c)), ONE_P
             return
@@ -292,10 +284,7 @@ class Rat:
             if g:
                 n = Poly({(_mono_div(k[0], g), k[1]): v for k, v in n.t.items()})
                 m = _mono_div(m, g)
-            if not m:
-                self.n, self.d = n, ONE_P
-                return
-            d = Poly({(m, ()): Q(1)})
+            d = Poly({(m, ()): Q(1)}) if m else ONE_P
         else:
             lead = d.t[min(d.t)]  # the first term in key() order
             if lead != 1:
@@ -318,10 +307,8 @@ class Rat:
     def is_zero(self) -> bool:
         return self.n.is_zero()
 
-    def __add__(self, o) -> "Rat":
-        if _is_array(o):
-            return NotImplemented
-        o = Rat.of(o)
+    @_operator
+    def __add__(self, o: "Rat") -> "Rat":
         if self.d is o.d or self.d.t == o.d.t:
             return Rat(self.n.add(o.n), self.d)
         return Rat(self.n.mul(o.d).add(o.n.mul(self.d)), self.d.mul(o.d))
@@ -331,30 +318,22 @@ class Rat:
     def __neg__(self) -> "Rat":
         return Rat(self.n.scale(Q(-1)), self.d)
 
-    def __sub__(self, o) -> "Rat":
-        return NotImplemented if _is_array(o) else self + (-Rat.of(o))
+    __sub__ = _operator(lambda self, o: self + (-o))
+    __rsub__ = _operator(lambda self, o: o + (-self))
 
-    def __rsub__(self, o) -> "Rat":
-        return NotImplemented if _is_array(o) else Rat.of(o) + (-self)
-
-    def __mul__(self, o) -> "Rat":
-        if _is_array(o):
-            return NotImplemented
-        o = Rat.of(o)
+    @_operator
+    def __mul__(self, o: "Rat") -> "Rat":
         return Rat(self.n.mul(o.n), self.d if o.d is ONE_P else self.d.mul(o.d))
 
     __rmul__ = __mul__
 
-    def __truediv__(self, o) -> "Rat":
-        if _is_array(o):
-            return NotImplemented
-        o = Rat.of(o)
+    @_operator
+    def __truediv__(self, o: "Rat") -> "Rat":
         fail_if(o.n.is_zero(), ZeroDivisionError, "division by zero")
         _domain(o, "!=0", "division")
         return Rat(self.n.mul(o.d), self.d.mul(o.n))
 
-    def __rtruediv__(self, o) -> "Rat":
-        return NotImplemented if _is_array(o) else Rat.of(o) / self
+    __rtruediv__ = _operator(lambda self, o: o / self)
 
     def __pow__(self, k: int) -> "Rat":
         fail_if(int(k) != k, Unsupported, f"non-integer power {k}")
@@ -388,17 +367,14 @@ def apply(fn: str, *args) -> Rat:
     """Build ``fn(args)`` in normal form: exact where a rule applies, else an atom."""
     args = tuple(Rat.of(a) for a in args)
     a = args[0]
-    if fn == "exp":
-        if a.d.constant() == 1:
-            return Rat(Poly({((), intern_expo(a.n.key())): Q(1)})) if not a.n.is_zero() else Rat.of(1)
+    if fn == "exp" and a.d.constant() == 1:   # exp(0): the key ((), ()), the constant 1
+        return Rat(Poly({((), intern_expo(a.n.key())): Q(1)}))
     elif fn == "log":
         _domain(a, ">0", "log")
         if a.d.constant() == 1 and len(a.n.t) == 1:
             ((mono, expo), c), = a.n.t.items()
-            if c == 1 and not mono and expo:  # log(exp(p)) = p
+            if c == 1 and not mono:  # log(exp(p)) = p; log(1) = 0 (expo ``()``: p = 0)
                 return Rat(Poly(dict(expo)))
-        if a.constant() == 1:
-            return Rat.of(0)
     elif fn == "max":
         flat: dict[str, Rat] = {}
         for x in args:
@@ -431,8 +407,7 @@ def _positive(p: Poly) -> bool:
 
 
 def _domain(a: Rat, kind: str, fn: str) -> None:
-    """Record ``a``'s side condition for ``fn`` unless ``a`` is evidently positive; a constant outside the domain is
-    undefined."""
+    """Record ``a``'s side condition for ``fn`` unless ``a`` is evidently positive; a constant out of domain raises."""
     c = a.constant()
     if c is None and _SIDE is not None and not (_positive(a.n) and _positive(a.d)):
         _SIDE.append((kind, a))
