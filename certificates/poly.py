@@ -193,8 +193,7 @@ class Poly:
             ((m1, e1), c1), ((m2, e2), c2) = *t.items(), *u.items()
             return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c2 if c1 == 1 else c1 * c2})
         for a, b in ((self, o), (o, self)):
-            c = a.constant()
-            if c is not None:
+            if (c := a.constant()) is not None:
                 return b.scale(c) if c != 1 else b
         if len(self.t) == 1 or len(o.t) == 1:  # by one term: distinct terms stay distinct
             a, b = (self, o) if len(o.t) == 1 else (o, self)
@@ -240,7 +239,7 @@ class Poly:
         return " + ".join(parts) or "0"
 
 
-ZERO_P, ONE_P = Poly(), Poly.const(1)
+ONE_P = Poly.const(1)
 _expo_text = lru_cache(maxsize=1 << 16)(lambda e, name: Poly(dict(e)).text(name))   # softmax outputs share exponents
 
 
@@ -251,13 +250,6 @@ def _min_mono(monos: list[Mono]) -> Mono:
         md = dict(m)
         common = {v: min(p, md[v]) for v, p in common.items() if v in md}
     return tuple(sorted((v, p) for v, p in common.items() if p > 0))
-
-
-def _mono_div(m: Mono, g: Mono) -> Mono:
-    d = dict(m)
-    for v, p in g:
-        d[v] -= p
-    return tuple(sorted((v, p) for v, p in d.items() if p))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -282,8 +274,9 @@ class Rat:
             n = n.mul(Poly({((), _neg_expo(e)): 1 / c}))
             g = _min_mono([m] + [k[0] for k in n.t])
             if g:
-                n = Poly({(_mono_div(k[0], g), k[1]): v for k, v in n.t.items()})
-                m = _mono_div(m, g)
+                inverse = tuple((v, -p) for v, p in g)   # 1/g: g divides each monomial, so _mono_mul merges
+                n = Poly({(_mono_mul(k[0], inverse), k[1]): v for k, v in n.t.items()})
+                m = _mono_mul(m, inverse)
             d = Poly({(m, ()): Q(1)}) if m else ONE_P
         else:
             lead = d.t[min(d.t)]  # the first term in key() order
@@ -376,11 +369,7 @@ def apply(fn: str, *args) -> Rat:
             if c == 1 and not mono:  # log(exp(p)) = p; log(1) = 0 (expo ``()``: p = 0)
                 return Rat(Poly(dict(expo)))
     elif fn == "max":
-        flat: dict[str, Rat] = {}
-        for x in args:
-            kind = ATOMS.get(_single_atom(x) or "", ("",))[0]
-            for y in (ATOMS[_single_atom(x)][1] if kind == "max" else (x,)):
-                flat[str(y)] = y
+        flat = {str(y): y for x in args for y in _max_args(x)}
         if len(flat) == 1:
             return next(iter(flat.values()))
         consts = [x.constant() for x in flat.values()]
@@ -389,8 +378,7 @@ def apply(fn: str, *args) -> Rat:
         args = tuple(flat[k] for k in sorted(flat))
     elif fn == "sqrt":
         _domain(a, ">=0", "sqrt")
-        c = a.constant()
-        if c is not None:
+        if (c := a.constant()) is not None:
             rn, rd = math.isqrt(c.numerator), math.isqrt(c.denominator)
             if rn * rn == c.numerator and rd * rd == c.denominator:
                 return Rat.of(Q(rn, rd))
@@ -415,12 +403,13 @@ def _domain(a: Rat, kind: str, fn: str) -> None:
         raise ZeroDivisionError(f"{fn} of {c} is undefined")
 
 
-def _single_atom(x: Rat) -> str | None:
-    """The atom name if ``x`` is exactly one atom with coefficient 1."""
-    if x.d.constant() != 1 or len(x.n.t) != 1:
-        return None
-    ((m, e), c), = x.n.t.items()
-    return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
+def _max_args(x: Rat) -> tuple[Rat, ...]:
+    """The arguments of ``x`` if it is exactly one ``max`` atom with coefficient 1 (flattened), else ``(x,)``."""
+    if x.d.constant() == 1 and len(x.n.t) == 1:
+        ((m, e), c), = x.n.t.items()
+        if c == 1 and not e and len(m) == 1 and m[0][1] == 1 and ATOMS.get(m[0][0], ("",))[0] == "max":
+            return ATOMS[m[0][0]][1]
+    return (x,)
 
 
 NUMERIC: dict[str, Callable[..., float]] = {
