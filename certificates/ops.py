@@ -4,7 +4,7 @@ attributes, ``_symbolic`` and for collectives ``_group`` (global ranks in member
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -37,7 +37,6 @@ class Op:
     collective: bool = False          # inputs/outputs one per group member
     p2p: bool = False                 # group [src, dst]: one input on src, one output on dst
     outputs: int | None = 1           # None: decided by the shape rule (split, chunk)
-    aliases: tuple[str, ...] = field(default=())
 
 
 REGISTRY: dict[str, Op] = {}
@@ -47,7 +46,7 @@ def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Ca
     """Register ``run(xs, a) -> outputs`` under every name in ``targets``; kw: ``shape``, ``outputs``..."""
     def deco(run: Callable) -> Callable:
         names = targets.split()
-        o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, aliases=tuple(names[1:]), **kw)
+        o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, **kw)
         for n in names:
             REGISTRY[n] = o
         return run
