@@ -485,6 +485,10 @@ op("aten.embedding.default", "weight indices", {"padding_idx": -1, "scale_grad_b
 INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 
 
+def _constant(shape, value, sym: bool) -> np.ndarray:
+    return np.full(shape, Rat.of(value) if sym else float(value), dtype=object if sym else float)
+
+
 def _full(size, value, a):
     """A constant tensor: concrete for integer dtypes, else in the evaluation's element type."""
     if a.get("dtype") == "bool":
@@ -493,9 +497,7 @@ def _full(size, value, a):
         _fail_if(not bounds(a["dtype"])[0] <= int(value) <= bounds(a["dtype"])[1],
                  f"fill value {value} does not fit {a['dtype']}")
         return [np.full(tuple(size), int(value), dtype=np.int64)]
-    if a["_symbolic"]:
-        return [np.full(tuple(size), Rat.of(value), dtype=object)]
-    return [np.full(tuple(size), float(value))]
+    return [_constant(tuple(size), value, a["_symbolic"])]
 
 
 _CREATE = {"shape": lambda s, a: [tuple(a["size"])]}
@@ -576,12 +578,11 @@ def _nll_forward(xs, a):
     lp, t = logp.reshape(-1, logp.shape[-1]), target.reshape(-1)
     keep = t != a["ignore_index"]
     _fail_if(np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])), "loss target out of range")
-    zero = Rat.of(0) if is_sym(lp) else 0.0
-    loss = np.array([-lp[i, t[i]] if keep[i] else zero for i in range(len(t))],
-                    dtype=object if is_sym(lp) else float).reshape(target.shape)
+    loss = _constant(t.shape, 0, is_sym(lp))
+    loss[keep] = -lp[keep, t[keep]]
     w = _lift(logp, to_fraction(int(keep.sum())))
     total_weight = w if a["reduction"] or logp.ndim == 1 else _lift(logp, to_fraction(0))  # as ATen
-    return [_reduction(loss, w, a["reduction"]), np.asarray(total_weight)]
+    return [_reduction(loss.reshape(target.shape), w, a["reduction"]), np.asarray(total_weight)]
 
 
 def _cross_entropy(xs, a):

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from .ops import REQ, ShapeError, _dim, _fail_if, _lift, _map, _norm_axes, _scalar, _sigmoid, is_sym, op, to_fraction
-from .poly import NUMERIC, Rat
+from .ops import REQ, ShapeError, _constant, _dim, _fail_if, _lift, _map, _norm_axes, _scalar, _sigmoid, is_sym, op
+from .poly import NUMERIC, to_fraction
 
 _K = math.sqrt(2.0 / math.pi)
 
@@ -91,8 +91,7 @@ def _embedding_backward(xs, a):
     _fail_if(is_sym(idx) or idx.dtype.kind not in "iu", "embedding indices must be integer tensors")
     _fail_if(a["scale_grad_by_freq"], "scale_grad_by_freq is not supported")
     rows = g.reshape(-1, g.shape[-1])
-    out = np.full((a["num_weights"], g.shape[-1]), Rat.of(0) if is_sym(g) else 0.0,
-                  dtype=object if is_sym(g) else float)
+    out = _constant((a["num_weights"], g.shape[-1]), 0, is_sym(g))
     for i, k in enumerate(idx.reshape(-1).tolist()):
         _fail_if(not 0 <= k < a["num_weights"], f"embedding index {k} out of range [0, {a['num_weights']})")
         if k != a["padding_idx"]:
@@ -112,8 +111,7 @@ def _nll_backward(xs, a):
     g, x, t, w, tw = xs
     _fail_if(w is not None, "class weights are not supported")
     _fail_if(is_sym(t) or t.dtype.kind not in "iu", "loss targets must be integer tensors")
-    sym = is_sym(x) or is_sym(g)
-    out = np.full(x.shape, Rat.of(0) if sym else 0.0, dtype=object if sym else float).reshape(-1, x.shape[-1])
+    out = _constant(x.shape, 0, is_sym(x) or is_sym(g)).reshape(-1, x.shape[-1])
     g0 = g.reshape(-1)
     for i, k in enumerate(t.reshape(-1).tolist()):
         if k != a["ignore_index"]:
