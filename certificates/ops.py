@@ -264,19 +264,18 @@ def _red_shape(shapes, a):
     return [tuple(n for i, n in enumerate(s) if i not in dims)]
 
 
-def _reduce(x, a, mean: bool):
-    dims = _red_dims(a, x.ndim)
-    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: it reduces to itself, as in ATen
-        dims = []
-    out = np.sum(x, axis=tuple(dims), keepdims=a.get("keepdim", False))
-    if mean:
-        out = out * _lift(x, to_fraction(1) / math.prod(x.shape[d] for d in dims))
-    return np.asarray(out)
+def _mean(x, axes, keepdims: bool = True):
+    return np.sum(x, axis=axes, keepdims=keepdims) * _lift(x, to_fraction(1) / math.prod(x.shape[d] for d in axes))
 
 
-for _t, _mean in (("aten.sum.dim_IntList aten.sum.default", False), ("aten.mean.dim aten.mean.default", True)):
+def _reduce(x, a, how: Callable):
+    dims = tuple(_red_dims(a, x.ndim)[:x.ndim])  # dim 0 or -1 of a 0-d tensor: it reduces to itself, as in ATen
+    return np.asarray(how(x, dims, keepdims=a.get("keepdim", False)))
+
+
+for _t, _how in (("aten.sum.dim_IntList aten.sum.default", np.sum), ("aten.mean.dim aten.mean.default", _mean)):
     op(_t, "self", {"dim": None, "keepdim": False, "dtype": None}, shape=_red_shape)(
-        lambda xs, a, m=_mean: [_reduce(xs[0], a, m)])
+        lambda xs, a, how=_how: [_reduce(xs[0], a, how)])
 
 
 def _softmax(x, d, log: bool):
@@ -526,10 +525,9 @@ def _affine(y, xs):
 def _layer_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
-    inv_n = _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
-    mean = np.sum(x, axis=ax, keepdims=True) * inv_n
+    mean = _mean(x, ax)
     c = x - mean
-    rstd = 1 / _sqrt(np.sum(c * c, axis=ax, keepdims=True) * inv_n + _lift(x, _scalar(a["eps"])))
+    rstd = 1 / _sqrt(_mean(c * c, ax) + _lift(x, _scalar(a["eps"])))
     return [_affine(c * rstd, xs), mean, rstd]
 
 
@@ -546,8 +544,7 @@ def _rms_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
     eps = a["eps"] if a["eps"] is not None else 1.1920928955078125e-07  # float32 epsilon, as torch
-    ms = np.sum(x * x, axis=ax, keepdims=True) * _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
-    return [_affine(x * (1 / _sqrt(ms + _lift(x, _scalar(eps)))), xs[:2])]
+    return [_affine(x * (1 / _sqrt(_mean(x * x, ax) + _lift(x, _scalar(eps)))), xs[:2])]
 
 
 op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},
