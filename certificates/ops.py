@@ -245,8 +245,7 @@ def _where(c, x, y):
     return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
 
 
-op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(
-    lambda xs, a: [_where(xs[0], xs[1], xs[2])])
+op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(lambda xs, a: [_where(*xs)])
 op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)])(
     lambda xs, a: [_where(xs[1], _lift(xs[0], _scalar(a["value"])), xs[0])])
 
@@ -304,8 +303,7 @@ def _view_shape(shapes, a):
 
 
 for _t, _key in (("aten.view.default aten._unsafe_view.default", "size"), ("aten.reshape.default", "shape")):
-    op(_t, "self", {_key: REQ}, shape=_view_shape)(
-        lambda xs, a, k=_key: [xs[0].reshape(_sizes(a[k], xs[0].size))])
+    op(_t, "self", {_key: REQ}, shape=_view_shape)(lambda xs, a, k=_key: [xs[0].reshape(_sizes(a[k], xs[0].size))])
 
 
 def _permute(targets: str, attrs: dict | None, perm: Callable) -> None:
@@ -456,17 +454,18 @@ def _pad_widths(s, a):
     return widths
 
 
+def _padded(s, a) -> Shape:
+    return tuple(n + lo + hi for n, (lo, hi) in zip(s, _pad_widths(s, a)))
+
+
 def _pad(xs, a):
     x = xs[0]
-    widths = _pad_widths(x.shape, a)
-    out = np.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths)), _lift(x, _scalar(a["value"])),
-                  dtype=x.dtype)
-    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
+    out = np.full(_padded(x.shape, a), _lift(x, _scalar(a["value"])), dtype=x.dtype)
+    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, _pad_widths(x.shape, a)))] = x
     return [out]
 
 
-op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0},
-   shape=lambda s, a: [tuple(n + lo + hi for n, (lo, hi) in zip(s[0], _pad_widths(s[0], a)))])(_pad)
+op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0}, shape=lambda s, a: [_padded(s[0], a)])(_pad)
 
 
 # ---------------------------------------------------------------- lookups and creation
@@ -593,8 +592,7 @@ def _mse(xs, a):
 
 
 _NLL = {"reduction": 1, "ignore_index": -100}
-op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2)(
-    _nll_forward)
+op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2)(_nll_forward)
 op("aten.cross_entropy_loss.default", "self target weight?", {**_NLL, "label_smoothing": 0.0},
    shape=lambda s, a: _nll_shape(s, a)[:1])(_cross_entropy)
 op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadcast
@@ -604,11 +602,8 @@ op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadca
 # ---------------------------------------------------------------- collectives
 # Inputs and outputs are one tensor per member of the node's group, in group order.
 
-REDUCE_OPS = ("sum", "avg", "max", "min")
-
-
 def _reduce_all(xs, how: str):
-    _fail_if(how not in REDUCE_OPS, f"reduce_op {how!r} (expected one of {', '.join(REDUCE_OPS)})")
+    _fail_if(how not in ("sum", "avg", "max", "min"), f"reduce_op {how!r} (expected one of sum, avg, max, min)")
     if how == "min":
         return -_reduce_all([-x for x in xs], "max")
     if how == "max":
@@ -686,5 +681,4 @@ op("_c10d_functional.all_to_all_single.default", "self", {"output_split_sizes": 
 op("_c10d_functional.broadcast.default", "self", {"src": REQ}, shape=_broadcast_shape, **_COLL)(
     lambda xs, a: [xs[_src(a)]] * len(xs))
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
-op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
-    lambda xs, a: [xs[0]])
+op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(lambda xs, a: [xs[0]])
