@@ -297,6 +297,8 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limit
             raise Unsupported(f"{g.name}: node '{node.name}' ({node.target}): {e}") from None
         for t, v in zip(node.outputs, outs):
             vals[t] = v = np.asarray(v)
+            fail_if(v.shape != g.tensors[t].shape, Unsupported, f"{g.name}: '{t}' of {node.target} '{node.name}' is "
+                    f"{list(v.shape)}, declared {list(g.tensors[t].shape)}")   # an operand shape its rule let pass
             if v.size > limits.max_elements:
                 raise LimitExceeded(f"{g.name}: '{t}' of {node.target} '{node.name}': {v.size} elements, over {limits.max_elements}")
     return vals

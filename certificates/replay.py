@@ -61,17 +61,16 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
         fail_if(aid in arts, Malformed, where, f"duplicate artifact id '{aid}'")
         fail_if(("embedded" in a) == ("path" in a), Malformed, where, "needs exactly one of 'embedded' and 'path'")
         if "embedded" in a:
-            data, value = canonical_bytes(a["embedded"]), a["embedded"]
+            data = canonical_bytes(a["embedded"])
         else:
             rel = field(a, "path", str, where)
             if os.path.isabs(rel) or ".." in rel.split("/"):
                 raise Malformed(where, f"artifact path '{rel}' must be relative, without '..'")
             full = os.path.join(os.path.dirname(path) or ".", rel)
-            data, value = read_bytes(full, limits), None
+            data = read_bytes(full, limits)
         if hashlib.sha256(data).hexdigest() != digest:
             raise Rejected(f"artifact '{aid}': sha256 does not match its content")
-        if value is None:
-            value = load_json(full, limits)
+        value = a["embedded"] if "embedded" in a else load_json(full, limits, data)   # the bytes hashed, not a re-read
         arts[aid] = (a.get("kind"), value, f"{path}: artifact '{aid}'")
     return arts
 
