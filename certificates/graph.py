@@ -1,6 +1,7 @@
 """Graph IR v1 (docs/ir.md, schema/graph-v1.json): strict parsing, validation and evaluation. A plain node
 runs on one ``rank``; a collective names its ``group`` and has one input and output per member, in order."""
 
+import heapq
 import math
 import re
 from dataclasses import dataclass, field
@@ -229,7 +230,7 @@ def _group(raw: dict, node: Node, tensors: dict, world: int, where: str, what: s
 
 
 def _toposort(nodes: list[Node], inputs: list[str], where: str) -> tuple[list[Node], dict[str, Node]]:
-    """Nodes in a depth-first topological order, and each tensor's producer."""
+    """Nodes in a topological order, the given one where it is one, and each tensor's producer."""
     given, producer = set(inputs), {}
     for node in nodes:
         for t in node.outputs:
@@ -241,24 +242,20 @@ def _toposort(nodes: list[Node], inputs: list[str], where: str) -> tuple[list[No
         for t in node.inputs:
             _fail_if(t is not None and t not in producer and t not in given, where,
                      f"node '{node.name}': input '{t}' is dangling (neither a graph input nor produced by a node)")
-    deps = {n.name: sorted({producer[t].name for t in n.inputs if t in producer}) for n in nodes}
-    by_name, order, state = {n.name: n for n in nodes}, [], {}  # state: 1 on the stack, 2 done
-    for start in nodes:  # iterative DFS; a node reached again while on the stack closes a cycle
-        stack = [(start.name, iter(deps[start.name]))] if start.name not in state else []
-        state.setdefault(start.name, 1)
-        while stack:
-            name, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                state[name] = 2
-                order.append(by_name[name])
-            elif state.get(nxt) == 1:
-                cyc = [n for n, _ in stack][[n for n, _ in stack].index(nxt):] + [nxt]
-                raise Malformed(where, f"nodes form a cycle: {' -> '.join(repr(c) for c in cyc)}")
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(deps[nxt])))
+    deps = [{producer[t].name for t in n.inputs if t in producer} for n in nodes]
+    users: dict[str, list[int]] = {}
+    for i, d in enumerate(deps):
+        for name in d:
+            users.setdefault(name, []).append(i)
+    waits, ready, order = [len(d) for d in deps], [i for i, d in enumerate(deps) if not d], []
+    while ready:   # Kahn's algorithm, each node as early as its place in ``nodes`` allows (a heap of places)
+        order.append(nodes[heapq.heappop(ready)])
+        for j in users.get(order[-1].name, ()):
+            waits[j] -= 1
+            if not waits[j]:
+                heapq.heappush(ready, j)
+    stuck = [n.name for n, k in zip(nodes, waits) if k]
+    _fail_if(stuck, where, f"nodes form a cycle (through {', '.join(map(repr, stuck[:6]))})")
     return order, producer
 
 

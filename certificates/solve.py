@@ -65,20 +65,14 @@ def decide(a: Rat, b: Rat, seed: int = 0, hyps: list[Cond] | tuple = ()) -> Verd
     return Verdict(None, "unknown")
 
 
-def implied(hyps: list[Cond], c: Cond) -> bool:
-    """Whether a trusted prover shows that ``hyps`` imply the side condition ``c``."""
-    return any(p.implied(hyps, c) for p in PROVERS)
-
-
 @contextmanager
 def provers(ps) -> Iterator[None]:
     """Decide with the provers ``ps`` alone, meanwhile (a kind of claim that trusts fewer)."""
-    global PROVERS
-    saved, PROVERS = PROVERS, list(ps)
+    saved, PROVERS[:] = PROVERS[:], ps
     try:
         yield
     finally:
-        PROVERS = saved
+        PROVERS[:] = saved
 
 
 def probe(a: Rat, b: Rat, seed: int) -> Verdict | None:
