@@ -28,12 +28,15 @@ TOTAL = set("""add sub rsub mul neg clone alias detach contiguous lift_fresh_cop
 transpose t expand unsqueeze squeeze slice cat split split_with_sizes mm bmm addmm linear matmul sum mean gelu relu
 gelu_backward threshold_backward wait_tensor exp tanh sigmoid silu silu_backward _softmax softmax _log_softmax
 log_softmax _softmax_backward_data native_layer_norm layer_norm rms_norm native_layer_norm_backward""".split())
+LOOKUPS = ("aten.embedding.default", "aten.embedding_dense_backward.default")   # total where the indices are rows
 
 
 def held(ls: Graph, rout: Relation) -> list[Outcome]:   # a congruence: assuming the spec node defined if not TOTAL
-    node, eps = ls.nodes[0], ls.nodes[0].full_attrs(False).get("eps")
-    partial = node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values()) or \
-        eps is not None and not (type(eps) in (int, float) and eps > 0)
+    node, a = ls.nodes[0], ls.nodes[0].full_attrs(False)
+    lookup = node.op.target in LOOKUPS and (r := ls.tensors[node.inputs[1]].range) is not None and 0 <= r[0] and \
+        r[1] <= a.get("num_weights", ls.tensors[node.inputs[0]].shape[0])   # every index a row
+    partial = not lookup and (node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values())) \
+        or a.get("eps") is not None and not (type(a["eps"]) in (int, float) and a["eps"] > 0)
     return [Outcome(t, str(e), n := math.prod(ls.tensors[t].shape), {"congruence": n}, assumed=partial)
             for t, es in rout.items() for e in es]
 

@@ -36,6 +36,7 @@ CASES = {
     "cycle": (lambda g: node(g, "n0").update(inputs=["x@r0", "a@r0"], target="aten.add.Tensor",
                                             attrs={}) or g["tensors"]["h@r0"].update(shape=[2, 4]),
               "nodes form a cycle"),
+    "self loop": (lambda g: node(g, "n1").update(inputs=["a@r0"]), "nodes form a cycle (through 'n1'"),
     "duplicate node name": (lambda g: node(g, "n1").update(name="n0"), "duplicate node name 'n0'"),
     "produced twice": (lambda g: node(g, "n1").update(outputs=["h@r0"]), "tensor 'h@r0' is already produced"),
     "node rank outside world": (lambda g: node(g, "n0").update(rank=7), "rank 7 outside the world of size 2"),
@@ -89,6 +90,23 @@ def test_nodes_in_any_order_are_sorted(impl_graph):
     g["nodes"].reverse()
     order = [n.name for n in parse_graph(g, "impl.json").nodes]
     assert order.index("n0") < order.index("n1") < order.index("n2") < order.index("all_reduce")
+
+
+def test_the_order_does_not_depend_on_node_names(impl_graph):
+    """A graph in topological order keeps it; out of order, it is sorted by places, whatever the nodes are called
+    (here names sorting against the places)."""
+    assert [n.name for n in parse_graph(impl_graph, "impl.json").nodes] == [n["name"] for n in impl_graph["nodes"]]
+    g = copy.deepcopy(impl_graph)
+    g["nodes"].reverse()
+    renamed = copy.deepcopy(g)
+    for i, n in enumerate(renamed["nodes"]):
+        n["name"] = f"z{i:03d}"
+
+    def places(graph: dict) -> list[int]:
+        at = {n["name"]: i for i, n in enumerate(graph["nodes"])}
+        return [at[n.name] for n in parse_graph(graph, "impl.json").nodes]
+
+    assert places(g) == places(renamed)
 
 
 def test_bad_json_and_duplicates():

@@ -126,6 +126,32 @@ def test_a_layer_norm_is_total_only_with_a_positive_eps(eps, assumed):
     assert how == "congruence" and all(o.assumed == assumed for o in held(ls, rout))
 
 
+@pytest.mark.parametrize("backward", [False, True])
+@pytest.mark.parametrize("ids, assumed", [((0, 6), False), ((2, 6), False), ((0, 7), True), ((-1, 6), True),
+                                           (None, True)])
+def test_a_lookup_is_total_only_where_its_declared_indices_are_rows(backward, ids, assumed):
+    """``embedding`` and its backward read row ``i`` for each index: defined at every input exactly when the declared
+    range of the indices lies in the rows. Beyond them (or indices made in the graph, with no range): assumed."""
+    graphs = []
+    for name, sfx in (("spec", ""), ("impl", "@r0")):
+        g = GraphBuilder(name, 1)
+        w = g.input(f"W{sfx}", [4, 3] if backward else [6, 3], "activation")
+        if ids is None:
+            j = g.input(f"J{sfx}", [4], "index", dtype="int64", range=(0, 6))
+            i = g.node("aten.sub.Scalar", [j], f"I{sfx}", out_dtype="int64", name=f"s{sfx}", attrs={"other": 0})
+        else:
+            i = g.input(f"I{sfx}", [4], "index", dtype="int64", range=ids)
+        g.output(g.node("aten.embedding_dense_backward.default" if backward else "aten.embedding.default",
+                        [w, i], f"Y{sfx}", name=f"op{sfx}", out_dtype="float32",
+                        attrs={"num_weights": 6} if backward else {}))
+        graphs.append(g.build())
+    inputs = {"W": ["W@r0"], **({"J": ["J@r0"]} if ids is None else {"I": ["I@r0"]})}
+    case = Case("lookup", graphs[0], graphs[1], inputs, {"Y": ["Y@r0"]})
+    evidence = {"Y": ["Y@r0"], **({"I": ["I@r0"]} if ids is None else {})}
+    how, [(ls, _, _, rout)] = stages_of(case, evidence)[1]("op")
+    assert how == "congruence" and all(o.assumed == assumed for o in held(ls, rout))
+
+
 def test_a_partial_operator_held_by_congruence_needs_the_spec_defined(tmp_path):
     """``reciprocal`` on replicas: held by congruence where the spec is defined, so replay shows it defined."""
     s = GraphBuilder("spec", 1)

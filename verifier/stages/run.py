@@ -135,8 +135,17 @@ def payload(res: StagedResult) -> tuple:
         found = lift(red, found, inf.prepared.spec, inf.prepared.impl)
         lost = [t for t, es in found.items() if not es]
         fail_if(lost, Unsupported, f"no relation of '{lost and lost[0]}' found keeps to the shape reduction")
+    found = {t: _plain(es) for t, es in found.items()}
     output = {**rels["output"], **{t: found[t] for t in spec.outputs if t not in rels["output"]}}
     return (case.spec, case.impl), {**rels, "output": output, "evidence": found}
+
+
+def _plain(es: list[terms.Term]) -> list[terms.Term]:
+    """A tensor's equations without the reshapes of one impl tensor where it has a plain one: the checker's cones
+    recompute them, and a stage whose goals are plain can be held by congruence (``stages.congruent``)."""
+    plain = any(isinstance(e, terms.Ref) for e in es)
+    return [e for e in es if not (plain and isinstance(e, terms.Call) and e.fn == "reshape"
+                                  and isinstance(e.args[0], terms.Ref))]
 
 
 def plan(S: Staged) -> list[Stage]:
