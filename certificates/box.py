@@ -17,8 +17,7 @@ _ON: list = [False]   # open: True, or the precise values to use (certificates/p
 
 @contextmanager
 def boxes(precise: dict | None = None) -> Iterator[None]:
-    """While open, ``call`` evaluates functions on ``Box`` values (the regular path: ``poly.apply``), by ``precise``
-    where it has the function, with interval ends of 200 bits instead of 60."""
+    """While open, ``call`` encloses functions of ``Box`` values, by ``precise`` where it has one (``_outward``)."""
     saved, _ON[0] = _ON[0], precise or True
     try:
         yield
@@ -102,8 +101,7 @@ def call(fn: str, *args):
         raise ArithmeticError(f"{fn} is not enclosed here")
     if fn in ("log", "sqrt") and (x.lo <= 0 if fn == "log" else x.lo < 0):
         raise ArithmeticError(f"{fn} of a value not shown in its domain")
-    c = apply(fn, x.lo).constant() if x.lo == x.hi and fn in INCREASING else None   # exp(0), sqrt(1/4)...
-    if c is not None:
+    if x.lo == x.hi and fn in INCREASING and (c := apply(fn, x.lo).constant()) is not None:   # exp(0), sqrt(1/4)...
         return Box(c)
     w = 0 if fn in INCREASING else x.hi - x.lo
     at = (x.lo, x.hi) if fn in INCREASING else ((x.lo + x.hi) / 2,) * 2

@@ -83,12 +83,6 @@ def _run_child(args: argparse.Namespace) -> dict:
         child.join()
 
 
-def run(args: argparse.Namespace) -> int:
-    """Replay and print each claim (what it states, then its verdict) and a verdict line."""
-    start = time.monotonic()
-    return show(args, _run_child(args), start)
-
-
 def show(args: argparse.Namespace, out: dict, start: float) -> int:
     """Print the replay child's ``out`` (``_run_child``); its exit code."""
     if "results" not in out:
@@ -104,6 +98,8 @@ def show(args: argparse.Namespace, out: dict, start: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Replay and print each claim (what it states, then its verdict) and a verdict line."""
     p = argparse.ArgumentParser(prog="pvcert-replay", description=__doc__)
     add_arguments(p)
-    return run(p.parse_args(argv))
+    args, start = p.parse_args(argv), time.monotonic()
+    return show(args, _run_child(args), start)

@@ -118,15 +118,13 @@ def parse_graph(obj: Any, where: str, limits: Limits = DEFAULT) -> Graph:
         node = _node(raw, i, tensors, world, where)
         _fail_if(node.name in nodes, where, f"duplicate node name '{node.name}'")
         nodes[node.name] = node
-    g = Graph(name, world, tensors, inputs, outputs, [])
-    g.nodes, g.producer = _toposort(list(nodes.values()), inputs, where)
-    g.position = {n.name: i for i, n in enumerate(g.nodes)}
+    order, producer = _toposort(list(nodes.values()), inputs, where)
     for t in tensors:
-        if t not in g.producer and t not in inputs:
+        if t not in producer and t not in inputs:
             raise Malformed(where, f"tensor '{t}' is neither a graph input nor produced by a node")
-    for node in g.nodes:
+    for node in order:
         _check_shapes(node, tensors, where)
-    return g
+    return Graph(name, world, tensors, inputs, outputs, order, producer, {n.name: i for i, n in enumerate(order)})
 
 
 def _tensor(name: str, t: Any, world: int, where: str, limits: Limits) -> Tensor:
@@ -299,6 +297,8 @@ def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limit
             raise Unsupported(f"{g.name}: node '{node.name}' ({node.target}): {e}") from None
         for t, v in zip(node.outputs, outs):
             vals[t] = v = np.asarray(v)
+            fail_if(v.shape != g.tensors[t].shape, Unsupported, f"{g.name}: '{t}' of {node.target} '{node.name}' is "
+                    f"{list(v.shape)}, declared {list(g.tensors[t].shape)}")   # an operand shape its rule let pass
             if v.size > limits.max_elements:
                 raise LimitExceeded(f"{g.name}: '{t}' of {node.target} '{node.name}': {v.size} elements, over {limits.max_elements}")
     return vals

@@ -19,7 +19,6 @@ class Limits:
     max_depth: int = 64               # JSON nesting depth
     max_term_depth: int = 64          # nesting of clean expressions
     max_elements: int = 200_000       # scalar elements in one symbolic tensor
-    max_poly_terms: int = 50_000      # terms of one polynomial
     max_assignments: int = 4_096      # enumerated assignments of integer inputs
     seconds: float = 600.0            # wall clock for one replay
     start: float = field(default_factory=time.monotonic)
@@ -85,11 +84,10 @@ def read_bytes(path: str, limits: Limits = DEFAULT) -> bytes:
     return data
 
 
-def load_json(path: str, limits: Limits = DEFAULT):
-    """Read and parse a JSON file within the limits."""
-    data = read_bytes(path, limits)
+def load_json(path: str, limits: Limits = DEFAULT, data: bytes | None = None):
+    """Read and parse a JSON file within the limits (``data``: its bytes, read once already)."""
     try:
-        text = data.decode("utf-8")
+        text = (read_bytes(path, limits) if data is None else data).decode("utf-8")
     except UnicodeDecodeError as e:
         raise Malformed(path, f"not UTF-8: {e.reason} at byte {e.start}") from None
     return parse_json(text, path, limits)

@@ -4,7 +4,7 @@ attributes, ``_symbolic`` and for collectives ``_group`` (global ranks in member
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -37,7 +37,6 @@ class Op:
     collective: bool = False          # inputs/outputs one per group member
     p2p: bool = False                 # group [src, dst]: one input on src, one output on dst
     outputs: int | None = 1           # None: decided by the shape rule (split, chunk)
-    aliases: tuple[str, ...] = field(default=())
 
 
 REGISTRY: dict[str, Op] = {}
@@ -47,7 +46,7 @@ def op(targets: str, slots: str = "self", attrs: dict | None = None, **kw) -> Ca
     """Register ``run(xs, a) -> outputs`` under every name in ``targets``; kw: ``shape``, ``outputs``..."""
     def deco(run: Callable) -> Callable:
         names = targets.split()
-        o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, aliases=tuple(names[1:]), **kw)
+        o = Op(names[0], tuple(slots.split()), attrs or {}, run=run, **kw)
         for n in names:
             REGISTRY[n] = o
         return run
@@ -253,8 +252,7 @@ def _where(c, x, y):
     return np.asarray(np.where(c.astype(bool), x, y), dtype=object if is_sym(x) or is_sym(y) else None)
 
 
-op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(
-    lambda xs, a: [_where(xs[0], xs[1], xs[2])])
+op("aten.where.self", "condition self other", shape=lambda s, a: [_bcast(*s)])(lambda xs, a: [_where(*xs)])
 op("aten.masked_fill.Scalar", "self mask", {"value": REQ}, shape=lambda s, a: [_bcast(*s)])(
     lambda xs, a: [_where(xs[1], _lift(xs[0], _scalar(a["value"])), xs[0])])
 
@@ -272,19 +270,18 @@ def _red_shape(shapes, a):
     return [tuple(n for i, n in enumerate(s) if i not in dims)]
 
 
-def _reduce(x, a, mean: bool):
-    dims = _red_dims(a, x.ndim)
-    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: it reduces to itself, as in ATen
-        dims = []
-    out = np.sum(x, axis=tuple(dims), keepdims=a.get("keepdim", False))
-    if mean:
-        out = out * _lift(x, to_fraction(1) / math.prod(x.shape[d] for d in dims))
-    return np.asarray(out)
+def _mean(x, axes, keepdims: bool = True):
+    return np.sum(x, axis=axes, keepdims=keepdims) * _lift(x, to_fraction(1) / math.prod(x.shape[d] for d in axes))
 
 
-for _t, _mean in (("aten.sum.dim_IntList aten.sum.default", False), ("aten.mean.dim aten.mean.default", True)):
+def _reduce(x, a, how: Callable):
+    dims = tuple(_red_dims(a, x.ndim)[:x.ndim])  # dim 0 or -1 of a 0-d tensor: it reduces to itself, as in ATen
+    return np.asarray(how(x, dims, keepdims=a.get("keepdim", False)))
+
+
+for _t, _how in (("aten.sum.dim_IntList aten.sum.default", np.sum), ("aten.mean.dim aten.mean.default", _mean)):
     op(_t, "self", {"dim": None, "keepdim": False, "dtype": None}, shape=_red_shape)(
-        lambda xs, a, m=_mean: [_reduce(xs[0], a, m)])
+        lambda xs, a, how=_how: [_reduce(xs[0], a, how)])
 
 
 def _softmax(x, d, log: bool):
@@ -313,8 +310,7 @@ def _view_shape(shapes, a):
 
 
 for _t, _key in (("aten.view.default aten._unsafe_view.default", "size"), ("aten.reshape.default", "shape")):
-    op(_t, "self", {_key: REQ}, shape=_view_shape)(
-        lambda xs, a, k=_key: [xs[0].reshape(_sizes(a[k], xs[0].size))])
+    op(_t, "self", {_key: REQ}, shape=_view_shape)(lambda xs, a, k=_key: [xs[0].reshape(_sizes(a[k], xs[0].size))])
 
 
 def _permute(targets: str, attrs: dict | None, perm: Callable) -> None:
@@ -465,17 +461,18 @@ def _pad_widths(s, a):
     return widths
 
 
+def _padded(s, a) -> Shape:
+    return tuple(n + lo + hi for n, (lo, hi) in zip(s, _pad_widths(s, a)))
+
+
 def _pad(xs, a):
     x = xs[0]
-    widths = _pad_widths(x.shape, a)
-    out = np.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths)), _lift(x, _scalar(a["value"])),
-                  dtype=x.dtype)
-    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
+    out = np.full(_padded(x.shape, a), _lift(x, _scalar(a["value"])), dtype=x.dtype)
+    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, _pad_widths(x.shape, a)))] = x
     return [out]
 
 
-op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0},
-   shape=lambda s, a: [tuple(n + lo + hi for n, (lo, hi) in zip(s[0], _pad_widths(s[0], a)))])(_pad)
+op("aten.constant_pad_nd.default", "self", {"pad": REQ, "value": 0}, shape=lambda s, a: [_padded(s[0], a)])(_pad)
 
 
 # ---------------------------------------------------------------- lookups and creation
@@ -493,6 +490,10 @@ op("aten.embedding.default", "weight indices", {"padding_idx": -1, "scale_grad_b
 INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool")
 
 
+def _constant(shape, value, sym: bool) -> np.ndarray:
+    return np.full(shape, Rat.of(value) if sym else float(value), dtype=object if sym else float)
+
+
 def _full(size, value, a):
     """A constant tensor: concrete for integer dtypes, else in the evaluation's element type."""
     if a.get("dtype") == "bool":
@@ -501,9 +502,7 @@ def _full(size, value, a):
         _fail_if(not bounds(a["dtype"])[0] <= int(value) <= bounds(a["dtype"])[1],
                  f"fill value {value} does not fit {a['dtype']}")
         return [np.full(tuple(size), int(value), dtype=np.int64)]
-    if a["_symbolic"]:
-        return [np.full(tuple(size), Rat.of(value), dtype=object)]
-    return [np.full(tuple(size), float(value))]
+    return [_constant(tuple(size), value, a["_symbolic"])]
 
 
 _CREATE = {"shape": lambda s, a: [tuple(a["size"])]}
@@ -532,10 +531,9 @@ def _affine(y, xs):
 def _layer_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
-    inv_n = _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
-    mean = np.sum(x, axis=ax, keepdims=True) * inv_n
+    mean = _mean(x, ax)
     c = x - mean
-    rstd = 1 / _sqrt(np.sum(c * c, axis=ax, keepdims=True) * inv_n + _lift(x, _scalar(a["eps"])))
+    rstd = 1 / _sqrt(_mean(c * c, ax) + _lift(x, _scalar(a["eps"])))
     return [_affine(c * rstd, xs), mean, rstd]
 
 
@@ -552,8 +550,7 @@ def _rms_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
     eps = a["eps"] if a["eps"] is not None else 1.1920928955078125e-07  # float32 epsilon, as torch
-    ms = np.sum(x * x, axis=ax, keepdims=True) * _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
-    return [_affine(x * (1 / _sqrt(ms + _lift(x, _scalar(eps)))), xs[:2])]
+    return [_affine(x * (1 / _sqrt(_mean(x * x, ax) + _lift(x, _scalar(eps)))), xs[:2])]
 
 
 op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},
@@ -584,12 +581,11 @@ def _nll_forward(xs, a):
     lp, t = logp.reshape(-1, logp.shape[-1]), target.reshape(-1)
     keep = t != a["ignore_index"]
     _fail_if(np.any((t[keep] < 0) | (t[keep] >= lp.shape[1])), "loss target out of range")
-    zero = Rat.of(0) if is_sym(lp) else 0.0
-    loss = np.array([-lp[i, t[i]] if keep[i] else zero for i in range(len(t))],
-                    dtype=object if is_sym(lp) else float).reshape(target.shape)
+    loss = _constant(t.shape, 0, is_sym(lp))
+    loss[keep] = -lp[keep, t[keep]]
     w = _lift(logp, to_fraction(int(keep.sum())))
     total_weight = w if a["reduction"] or logp.ndim == 1 else _lift(logp, to_fraction(0))  # as ATen
-    return [_reduction(loss, w, a["reduction"]), np.asarray(total_weight)]
+    return [_reduction(loss.reshape(target.shape), w, a["reduction"]), np.asarray(total_weight)]
 
 
 def _cross_entropy(xs, a):
@@ -603,8 +599,7 @@ def _mse(xs, a):
 
 
 _NLL = {"reduction": 1, "ignore_index": -100}
-op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2)(
-    _nll_forward)
+op("aten.nll_loss_forward.default", "self target weight?", _NLL, shape=_nll_shape, outputs=2)(_nll_forward)
 op("aten.cross_entropy_loss.default", "self target weight?", {**_NLL, "label_smoothing": 0.0},
    shape=lambda s, a: _nll_shape(s, a)[:1])(_cross_entropy)
 op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadcast
@@ -614,11 +609,8 @@ op("aten.mse_loss.default", "self target", {"reduction": 1},  # operands broadca
 # ---------------------------------------------------------------- collectives
 # Inputs and outputs are one tensor per member of the node's group, in group order.
 
-REDUCE_OPS = ("sum", "avg", "max", "min")
-
-
 def _reduce_all(xs, how: str):
-    _fail_if(how not in REDUCE_OPS, f"reduce_op {how!r} (expected one of {', '.join(REDUCE_OPS)})")
+    _fail_if(how not in ("sum", "avg", "max", "min"), f"reduce_op {how!r} (expected one of sum, avg, max, min)")
     if how == "min":
         return -_reduce_all([-x for x in xs], "max")
     if how == "max":
@@ -696,5 +688,4 @@ op("_c10d_functional.all_to_all_single.default", "self", {"output_split_sizes": 
 op("_c10d_functional.broadcast.default", "self", {"src": REQ}, shape=_broadcast_shape, **_COLL)(
     lambda xs, a: [xs[_src(a)]] * len(xs))
 # Point-to-point: group [src, dst]; one input on src, one output on dst.
-op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(
-    lambda xs, a: [xs[0]])
+op("c10d.send_recv.default", "self", {}, shape=lambda s, a: [s[0]], collective=True, p2p=True)(lambda xs, a: [xs[0]])

@@ -5,15 +5,14 @@ import math
 
 import numpy as np
 
-from .ops import REQ, ShapeError, _dim, _fail_if, _lift, _map, _norm_axes, _scalar, _sigmoid, is_sym, op, to_fraction
-from .poly import NUMERIC, Rat
+from .ops import REQ, ShapeError, _constant, _dim, _fail_if, _lift, _map, _norm_axes, _scalar, _sigmoid, is_sym, op
+from .poly import NUMERIC, to_fraction
 
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
 _K = math.sqrt(2.0 / math.pi)
 
 
 def _gelu_grad(x: float) -> float:
-    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))) + x * math.exp(-0.5 * x * x) / _SQRT_2PI
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))) + x * math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
 
 def _gelu_tanh_grad(x: float) -> float:
@@ -21,8 +20,7 @@ def _gelu_tanh_grad(x: float) -> float:
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _K * (1.0 + 3 * 0.044715 * x * x)
 
 
-NUMERIC.update({"step": lambda v: 1.0 if v > 0 else 0.0, "gelu_grad": _gelu_grad,
-                "gelu_tanh_grad": _gelu_tanh_grad})
+NUMERIC.update({"step": lambda v: 1.0 if v > 0 else 0.0, "gelu_grad": _gelu_grad, "gelu_tanh_grad": _gelu_tanh_grad})
 _step = _map("step", lambda a: (a > 0).astype(float))
 _dgelu = _map("gelu_grad", np.vectorize(_gelu_grad, otypes=[float]))
 _dgelu_tanh = _map("gelu_tanh_grad", np.vectorize(_gelu_tanh_grad, otypes=[float]))
@@ -33,21 +31,18 @@ def _same2(shapes, a):
     return [shapes[0]]
 
 
-_EW = {"shape": _same2}
-
-
-@op("aten.threshold_backward.default", "grad_output self", {"threshold": REQ}, **_EW)
+@op("aten.threshold_backward.default", "grad_output self", {"threshold": REQ}, shape=_same2)
 def _threshold_backward(xs, a):
     g, x = xs
     t = _lift(x, _scalar(a["threshold"]))
     return [g * _step(x - t)] if is_sym(x) else [np.where(x > t, g, 0.0 * g)]
 
 
-op("aten.gelu_backward.default", "grad_output self", {"approximate": "none"}, **_EW)(
+op("aten.gelu_backward.default", "grad_output self", {"approximate": "none"}, shape=_same2)(
     lambda xs, a: [xs[0] * (_dgelu_tanh if a["approximate"] == "tanh" else _dgelu)(xs[1])])
 
 
-@op("aten.silu_backward.default", "grad_output self", **_EW)
+@op("aten.silu_backward.default", "grad_output self", shape=_same2)
 def _silu_backward(xs, a):
     g, x = xs
     s = _sigmoid(x)
@@ -57,8 +52,7 @@ def _silu_backward(xs, a):
 @op("aten._softmax_backward_data.default", "grad_output output", {"dim": REQ, "input_dtype": None}, shape=_same2)
 def _softmax_backward(xs, a):
     g, y = xs
-    d = _dim(a["dim"], y.ndim)
-    return [y * (g - np.sum(g * y, axis=d, keepdims=True))]
+    return [y * (g - np.sum(g * y, axis=_dim(a["dim"], y.ndim), keepdims=True))]
 
 
 def _ln_bwd_shape(shapes, a):
@@ -73,12 +67,11 @@ def _ln_bwd_shape(shapes, a):
     {"normalized_shape": REQ, "output_mask": [True, True, True]}, shape=_ln_bwd_shape, outputs=3)
 def _layer_norm_backward(xs, a):
     g, x, mean, rstd = xs[:4]
-    w = xs[4] if len(xs) > 4 else None
     ax = _norm_axes(x.shape, a)
     batch = tuple(range(x.ndim - len(ax)))
     inv_n = _lift(x, to_fraction(1) / math.prod(x.shape[i] for i in ax))
     xhat = (x - mean) * rstd
-    gw = g * w if w is not None else g
+    gw = g * xs[4] if len(xs) > 4 and xs[4] is not None else g
     gx = rstd * (gw - np.sum(gw, axis=ax, keepdims=True) * inv_n
                  - xhat * np.sum(gw * xhat, axis=ax, keepdims=True) * inv_n)
     return [gx, np.asarray(np.sum(g * xhat, axis=batch)), np.asarray(np.sum(g, axis=batch))]
@@ -98,8 +91,7 @@ def _embedding_backward(xs, a):
     _fail_if(is_sym(idx) or idx.dtype.kind not in "iu", "embedding indices must be integer tensors")
     _fail_if(a["scale_grad_by_freq"], "scale_grad_by_freq is not supported")
     rows = g.reshape(-1, g.shape[-1])
-    out = np.full((a["num_weights"], g.shape[-1]), Rat.of(0) if is_sym(g) else 0.0,
-                  dtype=object if is_sym(g) else float)
+    out = _constant((a["num_weights"], g.shape[-1]), 0, is_sym(g))
     for i, k in enumerate(idx.reshape(-1).tolist()):
         _fail_if(not 0 <= k < a["num_weights"], f"embedding index {k} out of range [0, {a['num_weights']})")
         if k != a["padding_idx"]:
@@ -119,13 +111,11 @@ def _nll_backward(xs, a):
     g, x, t, w, tw = xs
     _fail_if(w is not None, "class weights are not supported")
     _fail_if(is_sym(t) or t.dtype.kind not in "iu", "loss targets must be integer tensors")
-    sym = is_sym(x) or is_sym(g)
-    out = np.full(x.shape, Rat.of(0) if sym else 0.0, dtype=object if sym else float).reshape(-1, x.shape[-1])
+    out = _constant(x.shape, 0, is_sym(x) or is_sym(g)).reshape(-1, x.shape[-1])
     g0 = g.reshape(-1)
     for i, k in enumerate(t.reshape(-1).tolist()):
-        if k == a["ignore_index"]:
-            continue
-        _fail_if(not 0 <= k < x.shape[-1], "loss target out of range")
-        out[i, k] = -(g0[i] if a["reduction"] == 0 else g0[0] / tw.reshape(-1)[0] if a["reduction"] == 1
-                      else g0[0])
+        if k != a["ignore_index"]:
+            _fail_if(not 0 <= k < x.shape[-1], "loss target out of range")
+            out[i, k] = -(g0[i] if a["reduction"] == 0 else g0[0] / tw.reshape(-1)[0] if a["reduction"] == 1
+                          else g0[0])
     return [out.reshape(x.shape)]

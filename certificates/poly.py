@@ -1,11 +1,9 @@
 """Exact normal form over the rationals with opaque atoms.
 
-A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``, else ``Fraction``),
-a monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a polynomial key (``()``: no exp factor), so
-``exp(a) * exp(b) = exp(a + b)`` by construction. Other functions (tanh, sqrt, max, ...) are atoms named by the
-canonical text of their normalized arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where
-d != 0).
-"""
+A value is a ratio ``Rat(n, d)`` of polynomials: ``{(mono, expo): Q}`` (``Q``: gmpy2's ``mpq``, else ``Fraction``), a
+monomial (sorted ``(atom, power)`` pairs) times ``exp(expo)``, ``expo`` a polynomial key (``()``: no exp factor), so
+``exp(a) * exp(b) = exp(a + b)`` by construction. Other functions (tanh, sqrt, max...) are atoms named by the canonical
+text of their normalized arguments. Values are equal when ``n1*d2 - n2*d1`` normalizes to zero (sound where d != 0)."""
 
 import hashlib
 import math
@@ -24,8 +22,7 @@ except ImportError:  # pragma: no cover
     Q = Fraction
 
 Mono = tuple  # tuple[tuple[str, int], ...]
-Key = tuple   # (Mono, expo poly key)
-ONE_KEY: Key = ((), ())
+ONE_KEY = ((), ())   # a term key: (Mono, expo poly key)
 MAX_TERMS = 50_000
 LAZY_LONG, LAZY_SHORT = 16, 4   # Poly.add: a sum of these sizes is built lazily
 MAX_EXPONENT = 64   # |k| of a power of a symbolic value (each step is one product)
@@ -41,8 +38,7 @@ _SIDE: list[Cond] | None = None
 
 @contextmanager
 def side_conditions() -> Iterator[list[Cond]]:
-    """Collect the side condition of every partial operation on a non-constant value built
-    meanwhile (constants are decided on the spot: a constant outside the domain raises)."""
+    """Collect the side condition of each partial operation on a non-constant value (constants out of domain raise)."""
     global _SIDE
     saved, _SIDE = _SIDE, []
     try:
@@ -67,6 +63,11 @@ def _is_array(o) -> bool:
     return type(o) is not Rat and hasattr(o, "ndim") and not isinstance(o, numbers.Number)
 
 
+def _operator(op: Callable) -> Callable:
+    """The operator ``op(self, Rat.of(o))``; ``NotImplemented`` for an array ``o`` (``_is_array``)."""
+    return lambda self, o: NotImplemented if _is_array(o) else op(self, Rat.of(o))
+
+
 class Expo(tuple):
     """An exponent key with its hash cached (term keys hash in O(1)); equal, ordered, hashed as the tuple."""
 
@@ -87,10 +88,7 @@ def intern_expo(key: tuple) -> tuple:
     """The interned exponent for the polynomial key ``key`` (``()`` for zero)."""
     if not key or type(key) is Expo:
         return key
-    e = _EXPOS.get(key)
-    if e is None:
-        e = _EXPOS[key] = Expo(key)
-    return e
+    return _EXPOS.get(key) or _EXPOS.setdefault(key, Expo(key))
 
 
 @lru_cache(maxsize=1 << 17)
@@ -125,10 +123,10 @@ class Poly:
 
     __slots__ = ("_t", "_k", "_up")
 
-    def __init__(self, t: dict | None = None) -> None:
-        self._t: dict | None = t if t is not None else {}
+    def __init__(self, t: dict | None = None, up: tuple | None = None) -> None:
+        self._t: dict | None = {} if t is None and up is None else t   # None while lazy (``up``)
         self._k: tuple | None = None
-        self._up: tuple | None = None
+        self._up: tuple | None = up
 
     @property
     def t(self) -> dict:
@@ -174,14 +172,11 @@ class Poly:
             if short._up is None and len(short._t) <= LAZY_SHORT and (sign == 1 or not left) \
                     and (long._up is not None or len(long._t) >= LAZY_LONG):
                 base, log, n = long._up or (long, [], 0)
-                if len(log) != n:                # a shared prefix: extend a copy
-                    log = log[:n]
+                log = log if len(log) == n else log[:n]   # a shared prefix: extend a copy
                 log.append(len(short._t) << 2 | (sign != 1) << 1 | left)
                 for kc in short._t.items():
                     log.extend(kc)
-                p = Poly(None)
-                p._t, p._up = None, (base, log, len(log))
-                return p
+                return Poly(None, (base, log, len(log)))
         a, b = self.t, o.t
         if sign == 1 and len(b) > len(a):  # copy the larger, walk the smaller
             a, b = b, a
@@ -198,8 +193,7 @@ class Poly:
             ((m1, e1), c1), ((m2, e2), c2) = *t.items(), *u.items()
             return Poly({(_mono_mul(m1, m2), _expo_add(e1, e2)): c2 if c1 == 1 else c1 * c2})
         for a, b in ((self, o), (o, self)):
-            c = a.constant()
-            if c is not None:
+            if (c := a.constant()) is not None:
                 return b.scale(c) if c != 1 else b
         if len(self.t) == 1 or len(o.t) == 1:  # by one term: distinct terms stay distinct
             a, b = (self, o) if len(o.t) == 1 else (o, self)
@@ -245,7 +239,7 @@ class Poly:
         return " + ".join(parts) or "0"
 
 
-ZERO_P, ONE_P = Poly(), Poly.const(1)
+ONE_P = Poly.const(1)
 _expo_text = lru_cache(maxsize=1 << 16)(lambda e, name: Poly(dict(e)).text(name))   # softmax outputs share exponents
 
 
@@ -256,13 +250,6 @@ def _min_mono(monos: list[Mono]) -> Mono:
         md = dict(m)
         common = {v: min(p, md[v]) for v, p in common.items() if v in md}
     return tuple(sorted((v, p) for v, p in common.items() if p > 0))
-
-
-def _mono_div(m: Mono, g: Mono) -> Mono:
-    d = dict(m)
-    for v, p in g:
-        d[v] -= p
-    return tuple(sorted((v, p) for v, p in d.items() if p))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -278,10 +265,7 @@ class Rat:
     def __init__(self, n: Poly, d: Poly = ONE_P) -> None:
         if d.is_zero():
             raise ZeroDivisionError("division by a value that normalizes to zero")
-        if d is ONE_P or n.is_zero():
-            self.n, self.d = n, ONE_P
-            return
-        c = d.constant()
+        c = 1 if d is ONE_P or n.is_zero() else d.constant()
         if c is not None:
             self.n, self.d = (n if c == 1 else n.scale(1 / c)), ONE_P
             return
@@ -290,12 +274,10 @@ class Rat:
             n = n.mul(Poly({((), _neg_expo(e)): 1 / c}))
             g = _min_mono([m] + [k[0] for k in n.t])
             if g:
-                n = Poly({(_mono_div(k[0], g), k[1]): v for k, v in n.t.items()})
-                m = _mono_div(m, g)
-            if not m:
-                self.n, self.d = n, ONE_P
-                return
-            d = Poly({(m, ()): Q(1)})
+                inverse = tuple((v, -p) for v, p in g)   # 1/g: g divides each monomial, so _mono_mul merges
+                n = Poly({(_mono_mul(k[0], inverse), k[1]): v for k, v in n.t.items()})
+                m = _mono_mul(m, inverse)
+            d = Poly({(m, ()): Q(1)}) if m else ONE_P
         else:
             lead = d.t[min(d.t)]  # the first term in key() order
             if lead != 1:
@@ -318,10 +300,8 @@ class Rat:
     def is_zero(self) -> bool:
         return self.n.is_zero()
 
-    def __add__(self, o) -> "Rat":
-        if _is_array(o):
-            return NotImplemented
-        o = Rat.of(o)
+    @_operator
+    def __add__(self, o: "Rat") -> "Rat":
         if self.d is o.d or self.d.t == o.d.t:
             return Rat(self.n.add(o.n), self.d)
         return Rat(self.n.mul(o.d).add(o.n.mul(self.d)), self.d.mul(o.d))
@@ -331,30 +311,22 @@ class Rat:
     def __neg__(self) -> "Rat":
         return Rat(self.n.scale(Q(-1)), self.d)
 
-    def __sub__(self, o) -> "Rat":
-        return NotImplemented if _is_array(o) else self + (-Rat.of(o))
+    __sub__ = _operator(lambda self, o: self + (-o))
+    __rsub__ = _operator(lambda self, o: o + (-self))
 
-    def __rsub__(self, o) -> "Rat":
-        return NotImplemented if _is_array(o) else Rat.of(o) + (-self)
-
-    def __mul__(self, o) -> "Rat":
-        if _is_array(o):
-            return NotImplemented
-        o = Rat.of(o)
+    @_operator
+    def __mul__(self, o: "Rat") -> "Rat":
         return Rat(self.n.mul(o.n), self.d if o.d is ONE_P else self.d.mul(o.d))
 
     __rmul__ = __mul__
 
-    def __truediv__(self, o) -> "Rat":
-        if _is_array(o):
-            return NotImplemented
-        o = Rat.of(o)
+    @_operator
+    def __truediv__(self, o: "Rat") -> "Rat":
         fail_if(o.n.is_zero(), ZeroDivisionError, "division by zero")
         _domain(o, "!=0", "division")
         return Rat(self.n.mul(o.d), self.d.mul(o.n))
 
-    def __rtruediv__(self, o) -> "Rat":
-        return NotImplemented if _is_array(o) else Rat.of(o) / self
+    __rtruediv__ = _operator(lambda self, o: o / self)
 
     def __pow__(self, k: int) -> "Rat":
         fail_if(int(k) != k, Unsupported, f"non-integer power {k}")
@@ -388,23 +360,16 @@ def apply(fn: str, *args) -> Rat:
     """Build ``fn(args)`` in normal form: exact where a rule applies, else an atom."""
     args = tuple(Rat.of(a) for a in args)
     a = args[0]
-    if fn == "exp":
-        if a.d.constant() == 1:
-            return Rat(Poly({((), intern_expo(a.n.key())): Q(1)})) if not a.n.is_zero() else Rat.of(1)
+    if fn == "exp" and a.d.constant() == 1:   # exp(0): the key ((), ()), the constant 1
+        return Rat(Poly({((), intern_expo(a.n.key())): Q(1)}))
     elif fn == "log":
         _domain(a, ">0", "log")
         if a.d.constant() == 1 and len(a.n.t) == 1:
             ((mono, expo), c), = a.n.t.items()
-            if c == 1 and not mono and expo:  # log(exp(p)) = p
+            if c == 1 and not mono:  # log(exp(p)) = p; log(1) = 0 (expo ``()``: p = 0)
                 return Rat(Poly(dict(expo)))
-        if a.constant() == 1:
-            return Rat.of(0)
     elif fn == "max":
-        flat: dict[str, Rat] = {}
-        for x in args:
-            kind = ATOMS.get(_single_atom(x) or "", ("",))[0]
-            for y in (ATOMS[_single_atom(x)][1] if kind == "max" else (x,)):
-                flat[str(y)] = y
+        flat = {str(y): y for x in args for y in _max_args(x)}
         if len(flat) == 1:
             return next(iter(flat.values()))
         consts = [x.constant() for x in flat.values()]
@@ -413,8 +378,7 @@ def apply(fn: str, *args) -> Rat:
         args = tuple(flat[k] for k in sorted(flat))
     elif fn == "sqrt":
         _domain(a, ">=0", "sqrt")
-        c = a.constant()
-        if c is not None:
+        if (c := a.constant()) is not None:
             rn, rd = math.isqrt(c.numerator), math.isqrt(c.denominator)
             if rn * rn == c.numerator and rd * rd == c.denominator:
                 return Rat.of(Q(rn, rd))
@@ -431,8 +395,7 @@ def _positive(p: Poly) -> bool:
 
 
 def _domain(a: Rat, kind: str, fn: str) -> None:
-    """Record ``a``'s side condition for ``fn`` unless ``a`` is evidently positive; a constant outside the domain is
-    undefined."""
+    """Record ``a``'s side condition for ``fn`` unless ``a`` is evidently positive; a constant out of domain raises."""
     c = a.constant()
     if c is None and _SIDE is not None and not (_positive(a.n) and _positive(a.d)):
         _SIDE.append((kind, a))
@@ -440,12 +403,13 @@ def _domain(a: Rat, kind: str, fn: str) -> None:
         raise ZeroDivisionError(f"{fn} of {c} is undefined")
 
 
-def _single_atom(x: Rat) -> str | None:
-    """The atom name if ``x`` is exactly one atom with coefficient 1."""
-    if x.d.constant() != 1 or len(x.n.t) != 1:
-        return None
-    ((m, e), c), = x.n.t.items()
-    return m[0][0] if c == 1 and not e and len(m) == 1 and m[0][1] == 1 else None
+def _max_args(x: Rat) -> tuple[Rat, ...]:
+    """The arguments of ``x`` if it is exactly one ``max`` atom with coefficient 1 (flattened), else ``(x,)``."""
+    if x.d.constant() == 1 and len(x.n.t) == 1:
+        ((m, e), c), = x.n.t.items()
+        if c == 1 and not e and len(m) == 1 and m[0][1] == 1 and ATOMS.get(m[0][0], ("",))[0] == "max":
+            return ATOMS[m[0][0]][1]
+    return (x,)
 
 
 NUMERIC: dict[str, Callable[..., float]] = {

@@ -18,7 +18,7 @@ from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits, canonical_bytes
 from .poly import ATOMS, Q, Cond, Poly, Rat, apply, side_conditions
-from .solve import Verdict, decide, unsat, variables
+from .solve import PROVERS, Verdict, decide, variables
 
 Relation = dict[str, list[terms.Term]]
 
@@ -58,7 +58,7 @@ def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
             continue
         names = variables(c[1])
         relevant = [h for h in hyps.values() if variables(h[1]) & names]
-        if not unsat("z3", relevant, lambda enc: enc.s.Not(enc.cond(c)), axioms=True):
+        if not any(p.implied(relevant, c) for p in PROVERS):
             return (f"the impl may be undefined where the spec is defined: {c[1]} {c[0][:-1]} 0 "
                     "does not follow from the spec's side conditions")
     return None

@@ -23,9 +23,8 @@ class ClaimResult:
 
 
 def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str]) -> list[str]:
-    """What an accepted claim states, for the auditor: a kernel claim's kernels with their sha256 and CTAs, another
-    claim's graphs, relations and assumptions (``refinement.describe_graphs``, imported for those only); then the
-    value domain."""
+    """What an accepted claim states: a kernel claim's kernels with their sha256 and CTAs, another claim's graphs,
+    relations and assumptions (``refinement.describe_graphs``, imported for those only); then the value domain."""
     low: set = set()
     if claim.get("kind") == "kernel-equivalence":
         out = [f"{side} kernel '{claim[side]['entry']}' ptx sha256 {sha[claim[side]['ptx']][:12]} grid "
@@ -58,22 +57,20 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
     arts: dict[str, Any] = {}
     for i, a in enumerate(field(field(cert, "subject", dict, path), "artifacts", list, path)):
         where = f"{path}: artifact #{i}"
-        aid = field(a, "id", str, where)
-        digest = field(a, "sha256", str, where)
+        aid, digest = field(a, "id", str, where), field(a, "sha256", str, where)
         fail_if(aid in arts, Malformed, where, f"duplicate artifact id '{aid}'")
         fail_if(("embedded" in a) == ("path" in a), Malformed, where, "needs exactly one of 'embedded' and 'path'")
         if "embedded" in a:
-            data, value = canonical_bytes(a["embedded"]), a["embedded"]
+            data = canonical_bytes(a["embedded"])
         else:
             rel = field(a, "path", str, where)
             if os.path.isabs(rel) or ".." in rel.split("/"):
                 raise Malformed(where, f"artifact path '{rel}' must be relative, without '..'")
             full = os.path.join(os.path.dirname(path) or ".", rel)
-            data, value = read_bytes(full, limits), None
+            data = read_bytes(full, limits)
         if hashlib.sha256(data).hexdigest() != digest:
             raise Rejected(f"artifact '{aid}': sha256 does not match its content")
-        if value is None:
-            value = load_json(full, limits)
+        value = a["embedded"] if "embedded" in a else load_json(full, limits, data)   # the bytes hashed, not a re-read
         arts[aid] = (a.get("kind"), value, f"{path}: artifact '{aid}'")
     return arts
 
@@ -106,8 +103,7 @@ def replay(path: str, limits: Limits | None = None, spec: tuple[str, set[str]] |
     fail_if(not isinstance(cert, dict) or cert.get("format") != FORMAT, Malformed, path, f"not a {FORMAT} file")
     fail_if(cert.get("version") != VERSION, Malformed, path, f"version {cert.get('version')!r}; checker reads {VERSION}")
     field(cert, "header", dict, path)
-    claims = field(cert, "claims", list, path)
-    evidence = field(cert, "evidence", dict, path)
+    claims, evidence = field(cert, "claims", list, path), field(cert, "evidence", dict, path)
     if cert.get("verdict") != "ACCEPT":
         return [ClaimResult("-", "-", False, f"certificate verdict is {cert.get('verdict')!r}, not 'ACCEPT'")]
     fail_if(not claims, Malformed, path, "no claims")

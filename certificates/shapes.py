@@ -91,8 +91,7 @@ class Constraints:
                 ia, ib = math.prod(self.size[v] for v in ga[1:]), math.prod(self.size[v] for v in gb[1:])
                 block = math.lcm(ia, ib)
                 self.links.append((ga[0], gb[0]))
-                self.grains.append((ga[0], block // ia, why))
-                self.grains.append((gb[0], block // ib, why))
+                self.grains += [(ga[0], block // ia, why), (gb[0], block // ib, why)]
 
     def settle(self) -> None:
         """One grain per tie class: a class asked for two keeps full size."""
@@ -156,11 +155,9 @@ def _term(C: Constraints, t: terms.Term, path: str, shape) -> list[Axis]:
 def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Constraints:
     """What every reduction of these graphs and relations (by kind: input, output...) must respect."""
     C = Constraints()
-    graphs = (("spec", spec), ("impl", impl))
-    for side, g in graphs:
+    for side, g in (("spec", spec), ("impl", impl)):   # a node's rule reads the sizes of its own graph's axes alone
         for t, v in g.tensors.items():
             C.size.update(zip(_axes(side, t, len(v.shape)), v.shape))
-    for side, g in graphs:
         for n in g.nodes:
             I = [_axes(side, t, len(g.tensors[t].shape)) if t else None for t in n.inputs]  # noqa: E741
             O = [_axes(side, t, len(g.tensors[t].shape)) for t in n.outputs]  # noqa: E741

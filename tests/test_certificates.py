@@ -72,6 +72,32 @@ def test_referenced_artifact(cert, tmp_path):
     assert outcome(write(tmp_path, c))[0] == 2
 
 
+def test_a_referenced_artifact_is_parsed_from_the_bytes_hashed(cert, tmp_path, monkeypatch):
+    """A file replaced after its hash was checked (a second read would parse the replacement) changes nothing."""
+    import certificates.replay as replay_module
+    c = copy.deepcopy(cert)
+    art = c["subject"]["artifacts"][1]
+    data = json.dumps(art.pop("embedded")).encode()
+    (tmp_path / "impl.json").write_bytes(data)
+    art.update(path="impl.json", sha256=hashlib.sha256(data).hexdigest())
+    read = replay_module.read_bytes
+
+    def read_then_swap(path, limits):
+        out = read(path, limits)
+        if path.endswith("impl.json"):
+            (tmp_path / "impl.json").write_bytes(data.replace(b'"sum"', b'"max"'))
+        return out
+    monkeypatch.setattr(replay_module, "read_bytes", read_then_swap)
+    assert outcome(write(tmp_path, c)) == (0, "ACCEPT")
+
+
+def test_an_embedded_null_artifact_is_malformed(cert, tmp_path):
+    c = copy.deepcopy(cert)
+    c["subject"]["artifacts"][1]["embedded"] = None
+    code, message = outcome(write(tmp_path, rehash(c)))
+    assert code == 2 and "internal" not in message, message
+
+
 def tamper_rename(c):
     g = impl(c)
     g["tensors"]["x2@r0"] = g["tensors"].pop("x@r0")

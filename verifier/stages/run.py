@@ -29,14 +29,14 @@ from typing import Any, Callable
 import numpy as np
 
 from certificates import terms
-from certificates.chain import Chain, decide, key, obligation
+from certificates.chain import Chain, key, obligation
 from certificates.errors import CheckError, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
 from certificates.obligations import integer_ranges
 from certificates.refinement import spec_defined
-from certificates.stages import held, key as stage_key, stage
+from certificates.stages import decide, held, key as stage_key, stage
 
 from .. import direct
 from ..case import Case
