@@ -513,8 +513,7 @@ class Th:
         tid = (lin % block[0], lin // block[0] % block[1], lin // (block[0] * block[1]))
         self.regs: dict = {"%laneid": self.lane}   # %warpid is volatile (ISA): refused
         for pre, vals in (("%tid", tid), ("%ntid", block), ("%ctaid", cta), ("%nctaid", grid)):
-            for c, v in zip("xyz", vals):
-                self.regs[f"{pre}.{c}"] = v
+            self.regs.update((f"{pre}.{c}", v) for c, v in zip("xyz", vals))
         self.state, self.wait, self.vc = "run", None, [0] * n
         self.syncs: list[int] = []       # pc of each barrier passed, in order
         self.lmem: dict[int, tuple] = {}  # .local memory: address -> (value, width)
@@ -667,15 +666,14 @@ class Replay:
                 if not q(regs, th):
                     break
                 i += 1
+            n = max(i, 1)   # the shortcuts taken, else the one instruction below
+            self.steps += n
+            if self.steps >> 12 != (self.steps - n) >> 12:   # a tick per 4096 steps
+                self.limits.tick()
             if i:
-                th.pc, self.steps = th.pc + i, self.steps + i
-                if self.steps >> 12 != (self.steps - i) >> 12:
-                    self.limits.tick()
+                th.pc += i
                 continue
             ins = instrs[th.pc]
-            self.steps += 1
-            if self.steps % 4096 == 0:
-                self.limits.tick()
             if ins.guard is not None:
                 p = regs.get(ins.guard[0])
                 if p is None:
@@ -905,9 +903,7 @@ class Replay:
         elif cmp in ("eq", "ne") and null_test(self.val(th, o[1], ins, ty), self.val(th, o[2], ins, ty), ty):
             a, b = 1, 0
         else:
-            a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)
-            if ty[0] in "ub":
-                a, b = a & ((1 << bits(ty)) - 1), b & ((1 << bits(ty)) - 1)
+            a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)   # .u/.b: unsigned (wrap)
         if cmp not in COMPARE:
             raise self.unsupported(ins, f"setp comparison .{cmp}")
         r = COMPARE[cmp](a, b)
