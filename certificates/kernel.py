@@ -66,7 +66,6 @@ UNARY_OPS = {  # over a, its width n and mask m
 BINARY_OPS = {"add": opr.add, "sub": opr.sub, "min": min, "max": max, "and": opr.and_, "or": opr.or_, "xor": opr.xor}
 COMPARE = {"eq": opr.eq, "ne": opr.ne, "lt": opr.lt, "le": opr.le, "gt": opr.gt, "ge": opr.ge,
            "lo": opr.lt, "ls": opr.le, "hi": opr.gt, "hs": opr.ge}
-COMBINE = {"and": lambda r, c: r and c, "or": lambda r, c: r or c, "xor": lambda r, c: r != c}
 
 
 @contextmanager
@@ -642,9 +641,8 @@ class Replay:
             t.state, t.wait, t.pc = "run", None, t.pc + 1
 
     def sync(self, group: list[Th]) -> None:
-        """A barrier: each thread ticks its clock; all get the join of their clocks, as one new list (clocks are never
-        changed in place: shared). No thread holds more of thread i than i does: the join's entry i is i's own, and
-        with every thread in the group, the join is their own entries."""
+        """A barrier: each thread ticks its clock; all share one new list, the join of their clocks (never changed in
+        place). Its entry i is i's own (no thread holds more of i than i), so a whole CTA's is their own entries."""
         joined = [t.vc[t.lin] for t in self.th] if len(group) == self.n else [max(c) for c in zip(*(t.vc for t in group))]
         for t in group:
             t.syncs.append(t.pc)
@@ -907,8 +905,8 @@ class Replay:
         if cmp not in COMPARE:
             raise self.unsupported(ins, f"setp comparison .{cmp}")
         r = COMPARE[cmp](a, b)
-        if len(p) > 3 and p[2] in COMBINE:
-            r = COMBINE[p[2]](r, bool(self.val(th, o[3], ins, "pred")))
+        if len(p) > 3 and p[2] in ("and", "or", "xor"):   # the BoolOp, as the predicate instructions
+            r = PRED_OPS[p[2]]((r, bool(self.val(th, o[3], ins, "pred"))))
         if isinstance(o[0], Pair):
             th.regs[o[0].first.name], th.regs[o[0].second.name] = r, not r
         else:
@@ -1291,10 +1289,9 @@ class Printer:
         return f"({n})/({(self.dens.get(key) or self.dens.setdefault(key, (x.d, x.d.text(name))))[1]})"
 
     def digest(self, x) -> str:
-        """The sha256 of ``x``'s text (a ``Rat``'s with its atoms named by ``anon``: no table), or
-        of ``sum_t w_t * mix(u_t, v_t) mod 2^64`` over its ``terms`` if all are products of two input elements, each
-        element ``u`` as 8 bytes of the blake2b of its name: not printed, and (linear in ``w``) a function of the
-        normal form. An auditor's check: the outputs' equality never rests on it."""
+        """The sha256 of ``x``'s text (atoms named by ``anon``: no table) or, if all its ``terms`` are products of two
+        input elements, of ``sum_t w_t * mix(u_t, v_t) mod 2^64``, each element ``u`` as 8 bytes of its name's blake2b
+        (linear in ``w``: a function of the normal form). For auditors: the outputs' equality never rests on it."""
         rest, k, w = terms(x) if isinstance(x, Rat) and x.d is ONE_P else ({0: 0}, None, None)
         if len(self.h) < len(NAMES):    # 0: an atom of ATOMS (in the text)
             self.h = np.concatenate((self.h, np.array([0 if m[0][0] in ATOMS else 1 | int.from_bytes(hashlib.blake2b(
