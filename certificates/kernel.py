@@ -713,8 +713,7 @@ class Replay:
         return None
 
     def step(self, th: Th, ins: Instr) -> None:
-        op, p, o = ins.op, ins.parts, ins.operands
-        ty = p[-1]
+        op, p, o, ty = ins.op, ins.parts, ins.operands, ins.parts[-1]
         if op == "bra":
             th.pc = self.k.labels[o[0].name]
             return
@@ -926,8 +925,7 @@ class Replay:
 
         def iv(i: int, t: str) -> int:
             return int(raw[i]) if i in ptrs else self.ival(th, o[i + 1], ins, t)
-        n = bits(ty)
-        a, dt = iv(0, ty), ty
+        n, a, dt = bits(ty), iv(0, ty), ty
         if op in UNARY_OPS:
             r, dt = UNARY_OPS[op](a, n, (1 << n) - 1), "u32" if op in ("popc", "clz") else ty
         elif op == "bfi":
