@@ -891,7 +891,9 @@ class Replay:
         self.put(o[0], th, self.saturate(ins, v) if sat else v)
 
     def setp(self, th: Th, ins: Instr, p: list, o: list) -> None:
-        cmp, ty = p[1], p[-1]
+        cmp, ty, boolop = p[1], p[-1], next((m for m in p[2:-1] if m in ("and", "or", "xor")), None)
+        if len(o) != 3 + bool(boolop):   # .ftz comes before the BoolOp: setp.lt.ftz.and.f32 p, a, b, c
+            raise self.unsupported(ins, f"setp with {len(o)} operands")
         if ty in FLOATS:
             a, b = self.fval(th, o[1], ins).constant(), self.fval(th, o[2], ins).constant()
             if a is None or b is None:
@@ -904,8 +906,8 @@ class Replay:
         if cmp not in COMPARE:
             raise self.unsupported(ins, f"setp comparison .{cmp}")
         r = COMPARE[cmp](a, b)
-        if len(p) > 3 and p[2] in ("and", "or", "xor"):   # the BoolOp, as the predicate instructions
-            r = PRED_OPS[p[2]]((r, bool(self.val(th, o[3], ins, "pred"))))
+        if boolop:   # as the predicate instructions
+            r = PRED_OPS[boolop]((r, bool(self.val(th, o[3], ins, "pred"))))
         if isinstance(o[0], Pair):
             th.regs[o[0].first.name], th.regs[o[0].second.name] = r, not r
         else:
