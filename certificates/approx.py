@@ -5,7 +5,7 @@ approx(spec)"; each listed rewrite (``RULES``) of the exact spec is applied here
 from collections import Counter
 from typing import Any
 
-from . import ops_grad, ops_train, symint  # noqa: F401 (its operator families: FAMILIES)
+from . import ops_grad, ops_train, smt, symint  # noqa: F401 (its operator families: FAMILIES; smt: z3, cvc5)
 from .chain import replay_refinement
 from .errors import Malformed, fail_if
 from .graph import CORE, parse_graph

@@ -5,7 +5,7 @@ import itertools
 import math
 import numpy as np
 
-from . import refinement, smt  # noqa: F401 (smt: the provers its kinds trust)
+from . import refinement
 from .errors import Rejected, Unsupported, fail_if, field
 from .graph import Graph, Node, _fail_if, evaluate, require_families
 from .limits import Limits

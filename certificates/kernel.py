@@ -1,8 +1,7 @@
-"""The checker's own PTX interpreter: replay one CTA along a certified schedule (the format of
-schedule and witness, and the semantics: docs/kernels.md), written apart from the engine, sharing
-only the parser and the normal form. Integers and addresses are concrete, floats symbolic over the
-reals; per byte of shared and output memory, a conflicting access by another thread than the last
-writer (or a reader since) must be ordered by vector clocks joined at barriers, else a race."""
+"""The checker's own PTX interpreter: replay one CTA along a certified schedule (formats and semantics:
+docs/kernels.md), written apart from the engine, sharing only the parser and the normal form. Integers and addresses are
+concrete, floats symbolic over the reals; per byte of shared and output memory, a conflicting access by another thread
+than the last writer (or a reader since) must be ordered by vector clocks joined at barriers, else a race."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ CONV = (["cvt", "f32", "f16"], ["cvt", "rn", "f16", "f32"])   # f16/f32 conversi
 
 
 def over_ln2(x: Rat) -> Rat:
-    """``x * INV_LN2`` (``__expf``'s first step), for ``x`` of denominator 1 with a term free of ``log(2)`` without
-    ``Rat``'s common factor search: ``x.n / log(2)``, the normal form that product has."""
+    """``x * INV_LN2`` (``__expf``'s first step), built at once as its normal form ``x.n / log(2)`` where that holds."""
     if x.d is not ONE_P or all(any(v == "log(2)" for v, _ in m) for m, _ in x.n.t):   # 0 too
         return x * INV_LN2
     r = Rat.__new__(Rat)
@@ -68,13 +66,11 @@ UNARY_OPS = {  # over a, its width n and mask m
 BINARY_OPS = {"add": opr.add, "sub": opr.sub, "min": min, "max": max, "and": opr.and_, "or": opr.or_, "xor": opr.xor}
 COMPARE = {"eq": opr.eq, "ne": opr.ne, "lt": opr.lt, "le": opr.le, "gt": opr.gt, "ge": opr.ge,
            "lo": opr.lt, "ls": opr.le, "hi": opr.gt, "hs": opr.ge}
-COMBINE = {"and": lambda r, c: r and c, "or": lambda r, c: r or c, "xor": lambda r, c: r != c}
 
 
 @contextmanager
 def no_gc():
-    """Cyclic garbage collection paused: normal forms are acyclic, and each collection would
-    re-traverse the millions of live terms of a long dot product (a third of the time at K=256)."""
+    """Cyclic GC paused: normal forms are acyclic, and collections re-traverse a long dot product's many terms."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -91,10 +87,9 @@ class Packed(tuple):
 
 
 class Ptr(int):
-    """An address with its provenance: ``alloc = (name, lo, hi, memory)`` is the tensor or shared variable it derives
-    from, ``space`` the state space it is an address in (``generic`` | ``global`` | ``shared``; PTX ISA 5.1 and
-    ``cvta``). Only ``ptr +/- int``, ``int + ptr`` and ``mad``'s addend keep it (``Replay.derive``); an access outside
-    ``lo..hi`` or in the wrong space is rejected, so no address depends on the layout."""
+    """An address with its provenance: ``alloc = (name, lo, hi, memory)``, the tensor or variable it derives from, and
+    ``space`` (generic, global, shared; PTX ISA 5.1, ``cvta``). Kept only as ``Replay.derive`` says; an access outside
+    ``lo..hi`` or in the wrong space is rejected: no address depends on the layout."""
 
     def __new__(cls, v: int, alloc: tuple, space: str) -> "Ptr":
         p = super().__new__(cls, v)
@@ -106,8 +101,7 @@ class Ptr(int):
 
 
 def null_test(a, b, ty: str) -> bool:
-    """Whether a 64-bit ``setp.eq/ne`` of ``a``, ``b`` compares an address within a nonempty tensor
-    with 0: never equal, whatever the layout (CUTLASS's ``ptr != nullptr``)."""
+    """Whether a 64-bit ``setp.eq/ne`` tests an address in a nonempty tensor against 0: unequal in every layout."""
     a, b = (b, a) if isinstance(b, Ptr) else (a, b)
     return (bits(ty) == 64 and isinstance(a, Ptr) and type(b) is int and b == 0 and a.alloc[3] == "global"
             and a.space in ("generic", "global") and a.alloc[1] <= a <= a.alloc[2] and a.alloc[1] < a.alloc[2])
@@ -131,14 +125,12 @@ def clamp(v: int, t: str) -> int:
 
 
 def float_to_int(c: Fraction, mode: str, t: str) -> int:
-    """``cvt.{rni,rzi,rmi,rpi}.t.fXX`` of the exact value ``c``: rounded (``rni`` to nearest
-    even) and clamped to ``t``'s range, as the ISA does for every float-to-integer ``cvt``."""
+    """``cvt.{rni,rzi,rmi,rpi}.t.fXX`` of exact ``c``: rounded (``rni``: ties to even), clamped to ``t`` (ISA)."""
     return clamp(int(IROUND[mode](Fraction(int(c.numerator), int(c.denominator)))), t)
 
 
 def mul24(a: int, b: int, t: str, hi: bool) -> int:
-    """``mul24.{lo,hi}.t``: the 48-bit product of the low 24 bits of ``a`` and ``b`` (sign-
-    extended for ``.s32``); ``.lo`` its bits 31..0, ``.hi`` its bits 47..16 (PTX ISA mul24)."""
+    """``mul24.{lo,hi}.t``: bits 31..0 / 47..16 of the product of ``a``'s and ``b``'s low 24 bits (``.s32``: signed)."""
     a, b = wrap(a, "u24" if t[0] == "u" else "s24"), wrap(b, "u24" if t[0] == "u" else "s24")
     return wrap((a * b) >> 16 if hi else a * b, t)
 
@@ -162,9 +154,8 @@ def float_of_bits(b: int, width: int) -> Rat:
 
 
 class Inf:
-    """+inf or -inf (``0f7F800000`` / ``0fFF800000``): moved, selected, shuffled, and taken
-    only by the operations ``inf_arith`` decides exactly; any other use (a store, a
-    comparison, a conversion) is refused, so no NaN arises and no infinity leaves a kernel."""
+    """+inf or -inf (``0f7F800000`` / ``0fFF800000``): moved, selected, shuffled, and taken only by ``inf_arith``'s
+    exact operations; any other use (store, comparison, conversion) is refused: no NaN, no ±inf output."""
 
     __slots__ = ("sign",)
 
@@ -183,9 +174,8 @@ class Inf:
 
 class Word:
     """Integer data of width ``n``: a polynomial ``p`` with integer coefficients over the elements of ``s32`` tensors,
-    taken modulo ``2^n``. Only ``add``, ``sub``, ``neg``, ``mul.lo`` and ``mad.lo`` at width ``n`` (ring operations,
-    exact modulo ``2^n``) and moves apply to it; anything else (a comparison, a shift, a division, a widening) is
-    refused."""
+    modulo ``2^n``. Only moves and ``add``, ``sub``, ``neg``, ``mul.lo``, ``mad.lo`` at width ``n`` (ring operations,
+    exact modulo ``2^n``) apply to it; anything else (a comparison, a shift, a division, a widening) is refused."""
 
     __slots__ = ("p", "n")
 
@@ -207,8 +197,7 @@ def ring(op: str, parts: list[str], vals: list, n: int) -> Word:
 
 
 def word_equal(a, b) -> bool | None:
-    """Two output words equal modulo ``2^n`` for every input (every coefficient of the
-    difference divisible by ``2^n``): True; told apart by an integer input: False."""
+    """True: each coefficient of ``a - b`` divisible by ``2^n`` (equal everywhere); False: an input tells them apart."""
     if not (isinstance(a, Word) and isinstance(b, Word) and a.n == b.n):
         return None
     d, m = a.p - b.p, 1 << a.n
@@ -227,10 +216,9 @@ INF_MODS = {**dict.fromkeys(("add", "sub", "mul"), {"rn", "rz", "rm", "rp", "ftz
 
 
 def inf_arith(op: str, parts: list[str], f: list):
-    """``op`` (``.f32``) with an infinite operand where IEEE 754 fixes the result in every rounding mode:
-    ``max``/``min``; ``±inf ± x`` for a finite ``x``; ``neg``; ``±inf * c`` for a constant ``c != 0`` (or
-    ``1/ln 2``); ``ex2(-inf) = +0``, ``ex2(+inf) = +inf``. Anything else (``inf - inf``, ``0 * inf``: NaN; a sign that
-    depends on a symbol; ``.sat``, ``fma``) is a ValueError naming why."""
+    """``op`` (``.f32``) on ±inf where IEEE 754 fixes it in every rounding mode: ``max``/``min``; ``±inf ± x`` (finite
+    ``x``); ``neg``; ``±inf * c`` (constant ``c != 0``, or ``1/ln 2``); ``ex2(-inf) = +0``, ``ex2(+inf) = +inf``. Else
+    (``inf - inf``, ``0 * inf``: NaN; a symbol's sign; ``.sat``; ``fma``) a ValueError naming why."""
     mods = parts[1:-1]
     if op not in INF_MODS or parts[-1] != "f32" or not set(mods) <= INF_MODS[op] or len(set(mods)) < len(mods):
         raise ValueError("an infinite operand (only max, min, add, sub, neg, mul and ex2 .f32 take ±inf)")
@@ -343,8 +331,7 @@ RATS = (Rat, Dot, Var)
 
 
 def fma(a: Rat, b: Rat, c: Rat) -> Rat:
-    """``a * b + c`` as the operators build it, without their intermediate objects (a term of a dot product):
-    a ``Dot`` for atoms ``a``, ``b`` (integer coefficients), else ``c``'s lazy log (``Poly.add``)."""
+    """``a * b + c`` as the operators build it, directly: for atoms ``a``, ``b`` a ``Dot``, else ``c``'s lazy log."""
     if type(a) is Var and type(b) is Var and type(c) is Dot and c.up[2] is None and len(c.up[1]) == c.k:
         c.up[1].append(a.ix << 32 | b.ix)    # the commonest case of the path below
         return Dot.new(c.up, c.k + 1)
@@ -444,10 +431,9 @@ def mma_acc(g: int, q: int) -> tuple:
 
 
 def quick(ins: Instr, inputs: dict[str, int], r: "Replay"):
-    """A shortcut ``f(regs, th) -> bool`` (or None) doing what ``step`` does and returning True, or changing nothing
-    and returning False: f32 add/sub/mul/fma/mad of ``Rat``s, ``ld.global.f32`` of an f32 ``inputs`` element (16 bits
-    of an f16 one), f16/f32 cvt of a ``Rat``, integer add/sub/and/or/xor/min/max/mul/mad/setp of ints (an address:
-    add/sub's a, mad's c). Shared memory takes ``step``: a shortcut gained nothing where lockstep does not run."""
+    """A shortcut ``f(regs, th)`` (or None): does what ``step`` does and returns True, or changes nothing and returns
+    False: f32 add/sub/mul/fma/mad of ``Rat``s, loads of f32 (f16) ``inputs``, f16/f32 cvt of a ``Rat``, integer ALU ops
+    and setp of ints. Shared memory takes ``step``: a shortcut gains nothing where lockstep does not run."""
     p, o, op, ty, inits = ins.parts, ins.operands, ins.op, ins.parts[-1], r.inits
     dst = o[0].name if o and isinstance(o[0], Reg) and "sat" not in p else None
     if dst and ty == "f32" and op in ("add", "sub", "mul", "fma", "mad") and all(isinstance(x, Reg) for x in o):
@@ -526,8 +512,7 @@ class Th:
         tid = (lin % block[0], lin // block[0] % block[1], lin // (block[0] * block[1]))
         self.regs: dict = {"%laneid": self.lane}   # %warpid is volatile (ISA): refused
         for pre, vals in (("%tid", tid), ("%ntid", block), ("%ctaid", cta), ("%nctaid", grid)):
-            for c, v in zip("xyz", vals):
-                self.regs[f"{pre}.{c}"] = v
+            self.regs.update((f"{pre}.{c}", v) for c, v in zip("xyz", vals))
         self.state, self.wait, self.vc = "run", None, [0] * n
         self.syncs: list[int] = []       # pc of each barrier passed, in order
         self.lmem: dict[int, tuple] = {}  # .local memory: address -> (value, width)
@@ -656,9 +641,8 @@ class Replay:
             t.state, t.wait, t.pc = "run", None, t.pc + 1
 
     def sync(self, group: list[Th]) -> None:
-        """A barrier: each thread ticks its clock; all get the join of their clocks, as one new list (clocks are never
-        changed in place: shared). No thread holds more of thread i than i does: the join's entry i is i's own, and
-        with every thread in the group, the join is their own entries."""
+        """A barrier: each thread ticks its clock; all share one new list, the join of their clocks (never changed in
+        place). Its entry i is i's own (no thread holds more of i than i), so a whole CTA's is their own entries."""
         joined = [t.vc[t.lin] for t in self.th] if len(group) == self.n else [max(c) for c in zip(*(t.vc for t in group))]
         for t in group:
             t.syncs.append(t.pc)
@@ -680,15 +664,14 @@ class Replay:
                 if not q(regs, th):
                     break
                 i += 1
+            n = max(i, 1)   # the shortcuts taken, else the one instruction below
+            self.steps += n
+            if self.steps >> 12 != (self.steps - n) >> 12:   # a tick per 4096 steps
+                self.limits.tick()
             if i:
-                th.pc, self.steps = th.pc + i, self.steps + i
-                if self.steps >> 12 != (self.steps - i) >> 12:
-                    self.limits.tick()
+                th.pc += i
                 continue
             ins = instrs[th.pc]
-            self.steps += 1
-            if self.steps % 4096 == 0:
-                self.limits.tick()
             if ins.guard is not None:
                 p = regs.get(ins.guard[0])
                 if p is None:
@@ -730,8 +713,7 @@ class Replay:
         return None
 
     def step(self, th: Th, ins: Instr) -> None:
-        op, p, o = ins.op, ins.parts, ins.operands
-        ty = p[-1]
+        op, p, o, ty = ins.op, ins.parts, ins.operands, ins.parts[-1]
         if op == "bra":
             th.pc = self.k.labels[o[0].name]
             return
@@ -766,16 +748,15 @@ class Replay:
             f = [self.fval(th, x, ins) for x in o[1:]]
             if any(isinstance(x, Inf) for x in f):
                 try:
-                    self.put(o[0], th, inf_arith(op, p, f))
+                    r = inf_arith(op, p, f)   # refuses .sat
                 except ValueError as e:
                     raise self.unsupported(ins, str(e)) from None
-                th.pc += 1
-                return
-            if op == "div" and f[1].is_zero():
-                raise self.err(th, ins, "division by zero")
-            if op not in FLOAT_OPS:
-                raise self.unsupported(ins, "float instruction")
-            r = FLOAT_OPS[op](f)
+            else:
+                if op == "div" and f[1].is_zero():
+                    raise self.err(th, ins, "division by zero")
+                if op not in FLOAT_OPS:
+                    raise self.unsupported(ins, "float instruction")
+                r = FLOAT_OPS[op](f)
             self.put(o[0], th, self.saturate(ins, r) if "sat" in p else r)
         elif ty == "pred":
             v = [bool(self.val(th, x, ins, "pred")) for x in o[1:]]
@@ -834,10 +815,7 @@ class Replay:
         th.regs[o.name] = v
 
     def address(self, th: Th, m: Mem, ins: Instr, space: str) -> Ptr:
-        """``m`` for an access in ``space``: a pointer into one allocation, of the right space
-        (a global address and a generic one into global memory are interchangeable)."""
-        if space not in ("generic", "global", "shared", "const", "local"):
-            raise self.unsupported(ins, f"access to .{space}")
+        """``m`` for an access in ``space``: a pointer into one allocation of that space (or generic into global)."""
         v = self.val(th, m.base, ins)
         if not isinstance(v, Ptr):
             raise self.unsupported(ins, "address not derived from a parameter or a variable" if isinstance(v, int)
@@ -857,9 +835,8 @@ class Replay:
         return Ptr(r, v.alloc, v.space)
 
     def derive(self, ins: Instr, op: str, p: list, v: list, ptrs: list[int], r: int):
-        """The provenance of an integer result with address operands ``v[i]``, ``i in ptrs``:
-        ``ptr +/- int``, ``int + ptr`` and ``a * b + ptr`` keep the pointer's; ``ptr - ptr``
-        into one allocation is a plain distance; any other use of an address is refused."""
+        """The provenance of an integer result with address operands ``v[i]``, ``i in ptrs``: ``ptr +/- int``,
+        ``int + ptr``, ``a * b + ptr`` keep the pointer's; ``ptr - ptr`` in one allocation: a distance; else refused."""
         if op == "sub" and ptrs == [0, 1] and v[0].alloc == v[1].alloc and v[0].space == v[1].space:
             return r
         if "sat" not in p and (op == "add" and ptrs in ([0], [1]) or op == "sub" and ptrs == [0]
@@ -887,9 +864,8 @@ class Replay:
     # -------------------------------------------------------------- arithmetic
 
     def cvt(self, th: Th, ins: Instr, dt: str, st: str, o: list) -> None:
-        """``cvt``: integer widths exact (``.sat`` clamps); float-to-integer and the integer
-        rounding of floats (``.rni .rzi .rmi .rpi``) exact on constants, refused on symbols;
-        other float conversions the identity on reals; ``.sat`` to a float clamps to [0, 1]."""
+        """``cvt``: integer widths exact, ``.sat`` clamps; to an integer or ``.rni .rzi .rmi .rpi``: exact on constants,
+        refused on symbols; other float conversions the identity on reals; ``.sat`` to a float: [0, 1]."""
         mode, sat = next((x for x in ins.parts[1:] if x in IROUND), None), "sat" in ins.parts
         if dt == "f16x2":   # cvt.rn.f16x2.f32 d, a, b: d = {hi: a, lo: b} (Packed: low half first)
             if ins.parts != ["cvt", "rn", "f16x2", "f32"]:
@@ -915,7 +891,9 @@ class Replay:
         self.put(o[0], th, self.saturate(ins, v) if sat else v)
 
     def setp(self, th: Th, ins: Instr, p: list, o: list) -> None:
-        cmp, ty = p[1], p[-1]
+        cmp, ty, boolop = p[1], p[-1], next((m for m in p[2:-1] if m in ("and", "or", "xor")), None)
+        if len(o) != 3 + bool(boolop):   # .ftz comes before the BoolOp: setp.lt.ftz.and.f32 p, a, b, c
+            raise self.unsupported(ins, f"setp with {len(o)} operands")
         if ty in FLOATS:
             a, b = self.fval(th, o[1], ins).constant(), self.fval(th, o[2], ins).constant()
             if a is None or b is None:
@@ -924,22 +902,19 @@ class Replay:
         elif cmp in ("eq", "ne") and null_test(self.val(th, o[1], ins, ty), self.val(th, o[2], ins, ty), ty):
             a, b = 1, 0
         else:
-            a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)
-            if ty[0] in "ub":
-                a, b = a & ((1 << bits(ty)) - 1), b & ((1 << bits(ty)) - 1)
+            a, b = self.ival(th, o[1], ins, ty), self.ival(th, o[2], ins, ty)   # .u/.b: unsigned (wrap)
         if cmp not in COMPARE:
             raise self.unsupported(ins, f"setp comparison .{cmp}")
         r = COMPARE[cmp](a, b)
-        if len(p) > 3 and p[2] in COMBINE:
-            r = COMBINE[p[2]](r, bool(self.val(th, o[3], ins, "pred")))
+        if boolop:   # as the predicate instructions
+            r = PRED_OPS[boolop]((r, bool(self.val(th, o[3], ins, "pred"))))
         if isinstance(o[0], Pair):
             th.regs[o[0].first.name], th.regs[o[0].second.name] = r, not r
         else:
             self.put(o[0], th, r)
 
     def integer(self, th: Th, ins: Instr, op: str, p: list, o: list, ty: str) -> None:
-        """Integer instructions at their width: results wrap, ``.sat`` clamps (``add``/``sub``/
-        ``mad.hi``/``mad24.hi`` on ``s32``), ``.hi`` is the high half, ``mul24`` per ``mul24``."""
+        """Integer instructions at their width: results wrap; ``.sat`` clamps (``s32`` add, sub, mad.hi, mad24.hi)."""
         if ty not in INTS:
             raise self.unsupported(ins, f"integer instruction on .{ty}")
         raw = [self.val(th, x, ins) for x in o[1:]]
@@ -952,8 +927,7 @@ class Replay:
 
         def iv(i: int, t: str) -> int:
             return int(raw[i]) if i in ptrs else self.ival(th, o[i + 1], ins, t)
-        n = bits(ty)
-        a, dt = iv(0, ty), ty
+        n, a, dt = bits(ty), iv(0, ty), ty
         if op in UNARY_OPS:
             r, dt = UNARY_OPS[op](a, n, (1 << n) - 1), "u32" if op in ("popc", "clz") else ty
         elif op == "bfi":
@@ -1050,8 +1024,7 @@ class Replay:
         return memory
 
     def uninit(self, addr: int) -> Rat:
-        """Never-written shared memory: an unknown value of this side's launch (the other
-        kernel's garbage is another unknown, so no claim rests on two garbages agreeing)."""
+        """Never-written shared memory: an unknown of this side (no claim rests on two kernels' garbage agreeing)."""
         return Rat.var(f"{self.side}.shared@uninit[{addr - SHARED_BASE:#x}]")
 
     def load(self, th: Th, ins: Instr, addr: Ptr, width: int):
@@ -1181,16 +1154,15 @@ class Replay:
                 t.regs[dst.name] = v
 
     def vote(self, group: list[Th]) -> None:
-        votes = {t.lin: bool(self.val(t, self.k.instrs[t.pc].operands[1], self.k.instrs[t.pc], "pred"))
-                 for t in group}
-        vals = list(votes.values())
+        ins = self.k.instrs[group[0].pc]   # every thread's (Replay.warp)
+        vals = [bool(self.val(t, ins.operands[1], ins, "pred")) for t in group]
+        mode = next((x for x in ins.parts[1:] if x in ("all", "any", "uni", "ballot")), "?")
+        if mode == "?":
+            raise self.unsupported(ins, "vote mode")
+        r = {"all": all(vals), "any": any(vals), "uni": all(vals) or not any(vals),
+             "ballot": sum(1 << t.lane for t, v in zip(group, vals) if v)}[mode]
         for t in group:
-            ins = self.k.instrs[t.pc]
-            mode = next((x for x in ins.parts[1:] if x in ("all", "any", "uni", "ballot")), "?")
-            if mode == "?":
-                raise self.unsupported(ins, "vote mode")
-            t.regs[ins.operands[0].name] = {"all": all(vals), "any": any(vals), "uni": all(vals) or not any(vals),
-                                            "ballot": sum(1 << g.lane for g in group if votes[g.lin])}[mode]
+            t.regs[ins.operands[0].name] = r
 
     def full_warp(self, group: list[Th]) -> Instr:
         fail_if(len(group) != 32, Rejected, f"{self.k.file}: a tensor-core instruction needs a full warp")
@@ -1317,10 +1289,9 @@ class Printer:
         return f"({n})/({(self.dens.get(key) or self.dens.setdefault(key, (x.d, x.d.text(name))))[1]})"
 
     def digest(self, x) -> str:
-        """The sha256 of ``x``'s text (a ``Rat``'s with its atoms named by ``anon``: no table), or
-        of ``sum_t w_t * mix(u_t, v_t) mod 2^64`` over its ``terms`` if all are products of two input elements, each
-        element ``u`` as 8 bytes of the blake2b of its name: not printed, and (linear in ``w``) a function of the
-        normal form. An auditor's check: the outputs' equality never rests on it."""
+        """The sha256 of ``x``'s text (atoms named by ``anon``: no table) or, if all its ``terms`` are products of two
+        input elements, of ``sum_t w_t * mix(u_t, v_t) mod 2^64``, each element ``u`` as 8 bytes of its name's blake2b
+        (linear in ``w``: a function of the normal form). For auditors: the outputs' equality never rests on it."""
         rest, k, w = terms(x) if isinstance(x, Rat) and x.d is ONE_P else ({0: 0}, None, None)
         if len(self.h) < len(NAMES):    # 0: an atom of ATOMS (in the text)
             self.h = np.concatenate((self.h, np.array([0 if m[0][0] in ATOMS else 1 | int.from_bytes(hashlib.blake2b(
@@ -1408,8 +1379,7 @@ def check_params(v, where: str) -> list[dict]:
 
 
 def bind(params: list[dict], spec: dict, where: str) -> list[dict]:
-    """One kernel's ``.param`` bindings: ``spec["params"]`` (names of ``params`` in the
-    kernel's ``.param`` order) or, without it, ``params`` in order."""
+    """One kernel's ``.param`` bindings: those ``spec["params"]`` names (in ``.param`` order), else ``params``."""
     names = spec.get("params")
     if names is None:
         return params

@@ -197,8 +197,7 @@ class Lockstep:
             if self.steps >> 12 != (self.steps - len(g[1])) >> 12:
                 limits.tick()
             p = ins.guard and regs[ins.guard[0]]
-            if type(p) in (list, tuple):
-                raise Fall
+            fail_if(type(p) in (list, tuple), Fall)
             if type(p) is np.ndarray and p.any() != p.all():
                 todo.append(self.split(g, p.astype(bool) == ins.guard[1]))
                 todo[-1][0] += 1
@@ -253,8 +252,7 @@ class Lockstep:
             g[2][d] = out[0][i] if once else self.pack([x[i] for x in out])
 
     def pack(self, vs: list):
-        """Threads' values (``at``'s) as one register: a column where they are all bools, integers, addresses in one
-        allocation or input elements, else the list."""
+        """Threads' values as a register: a column (bools, ints, ``Var``s, one allocation's addresses), else a list."""
         ts = {type(v) for v in vs}
         return col(np.array(vs, bool)) if ts == {bool} else col(np.array(vs, np.int64), (vs[0].alloc, vs[0].space)) \
             if ts == {Ptr} and len({(v.alloc, v.space) for v in vs}) == 1 else col(np.array(
@@ -262,9 +260,8 @@ class Lockstep:
                     [self.obj.setdefault(v.ix, v).ix for v in vs])) if ts == {Var} else vs
 
     def ints(self, g: list, ins) -> bool:
-        """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands wrapped to their types,
-        the result to its type, an address kept as ``derive``/``keep`` keep it; a float column or ``Var`` moved or
-        ``CONV``."""
+        """Integer ``OPS`` on columns as ``Replay.integer``/``setp``/``cvt``/``mov``: operands and result wrapped to
+        their types, an address kept as ``derive``/``keep`` keep it; a float column or ``Var`` moved or ``CONV``."""
         p, o, op, regs = ins.parts, ins.operands, ins.op, g[2]
         vals = [regs[x.name] if isinstance(x, Reg) else self.r.sym[x.name] if isinstance(x, Sym) else x for x in o[1:]]
         if not any(type(v) in (np.ndarray, tuple, Var) for v in vals) or not isinstance(o[0], Reg) or "sat" in p:
@@ -299,9 +296,8 @@ class Lockstep:
         return True
 
     def fma(self, g: list, ins) -> bool:
-        """``fma``/``mad .f32`` of atom columns (or ``Var``s) onto a dot-product column ``("d", base, [keys, used],
-        k)`` or a ``Rat`` base of denominator 1 (an immediate's too): the keys ``a.ix << 32 | b.ix`` appended, as
-        ``fma`` does per thread."""
+        """``fma``/``mad .f32`` of atom columns (or ``Var``s) onto a dot-product column ``("d", base, [keys, used], k)``
+        or a ``Rat`` base of denominator 1: the keys ``a.ix << 32 | b.ix`` appended, as ``fma`` does per thread."""
         o = ins.operands
         if ins.parts[-1] != "f32" or "sat" in ins.parts or len(o) != 4 or not all(isinstance(x, Reg) for x in o[:3]):
             return False
@@ -323,8 +319,7 @@ class Lockstep:
         return True
 
     def real(self, g: list, ins) -> bool:
-        """f32 ``FLOAT_OPS`` of reals in registers or immediates (not ``.sat``; ``div`` by nonzero values), per
-        thread, as ``Replay.step``."""
+        """f32 ``FLOAT_OPS`` of reals (registers, immediates; no ``.sat``, no ``div`` by 0), per thread as step does."""
         o, n = ins.operands, len(g[1])
         if ins.parts[-1] != "f32" or "sat" in ins.parts or not isinstance(o[0], Reg) or not all(
                 isinstance(x, (Reg, FImm)) for x in o[1:]):

@@ -14,6 +14,7 @@ from .chain import replay_refinement
 from .errors import LimitExceeded, Malformed, Rejected, fail_if
 from .graph import CORE, evaluate
 from .obligations import graph_artifact
+from .solve import provers
 from .ops import INT_DTYPES
 
 DIMS = ("L", "dp", "tp", "pp", "M", "B", "S", "H")
@@ -405,7 +406,9 @@ def replay_template(claim: dict, evidence: dict, arts: dict, where: str, limits)
         if not isinstance(b, dict) or b.get("kind") != "refinement" or not isinstance(bev.get(k), dict):
             raise Rejected(f"block '{k}' is not a refinement claim with evidence")
         graphs[k] = tuple(graph_artifact(arts, b.get(side), where, limits) for side in ("spec", "impl"))
-    done = [f"{k}: {replay_refinement(b, bev[k], arts, f'{where}: block {k}', limits, CORE)}" for k, b in blocks.items()]
+    with provers(()):   # blocks hold by normal forms alone: template claims trust no SMT solver
+        done = [f"{k}: {replay_refinement(b, bev[k], arts, f'{where}: block {k}', limits, CORE)}"
+                for k, b in blocks.items()]
     check_interface(blocks, graphs, dims["tp"], where)
     check_sizes(graphs, dims)
     check_gradients(graphs, sorted(set(blocks["fwd"]["input_relation"]) - {"h", "cos", "sin"}), limits)

@@ -88,3 +88,23 @@ def test_modelled_modifiers_still_verify(tmp_path, name):
     good, other = CONTROLS[name]
     ok, detail = outcome(certify(tmp_path, good, other, threads=64), tmp_path)
     assert ok, detail
+
+
+# p1 = (1.0 < 2.0) and p2, p2 = (thread < 16): the BoolOp after .ftz was not seen, so p1 was true for every thread
+FTZ_AND = ("\tsetp.lt.u32 %p2, %r1, 16;\n\tmov.f32 %f4, 0f3F800000;\n\tsetp.lt.ftz.{op}.f32 %p1, %f4, 0f40000000, %p2;\n"
+           "\tmov.f32 %f3, %f1;\n\t@%p1 bra L1;\n\tmov.f32 %f3, %f2;\nL1:\n" + STORE)
+ALWAYS = "\tmov.f32 %f3, %f1;\n" + STORE
+
+
+def test_setp_combines_its_predicate_operand_after_ftz(tmp_path):
+    assert check(tmp_path, FTZ_AND.format(op="and"), DIVERGE.format(bra="bra"), threads=64)[1].verdict == "equivalent"
+    assert check(tmp_path, FTZ_AND.format(op="or"), ALWAYS, threads=64)[1].verdict == "equivalent"
+    assert check(tmp_path, FTZ_AND.format(op="and"), ALWAYS, threads=64)[1].verdict == "not-equivalent"
+    ok, detail = outcome(with_ptx(certify(tmp_path, ALWAYS, ALWAYS, threads=64), FTZ_AND.format(op="and")), tmp_path)
+    assert not ok, detail
+
+
+def test_setp_with_a_fourth_operand_and_no_boolop_is_refused(tmp_path):
+    bad = "\tsetp.ne.s32 %p2, %r1, 3;\n\tsetp.lt.u32 %p1, %r1, 16, %p2;\n\tmov.f32 %f3, %f1;\n\t@%p1 bra L1;\n" \
+          "\tmov.f32 %f3, %f2;\nL1:\n" + STORE
+    refused(tmp_path, DIVERGE.format(bra="bra"), bad, "setp with 4 operands")

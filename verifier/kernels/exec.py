@@ -1091,7 +1091,9 @@ class CTA:
     def _setp(self, th, ins) -> None:
         parts, ops = ins.parts, ins.operands
         cmp, ty = parts[1], parts[-1]
-        comb = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
+        comb = next((m for m in parts[2:-1] if m in ("and", "or", "xor")), None)   # setp.lt.ftz.and.f32 too
+        if len(ops) != 3 + bool(comb):
+            raise Unsupported(f"{self.k.file}:{ins.line}: setp with {len(ops)} operands in `{ins.text}`")
         if ty in FLOAT_TYPES:
             a, b = self.fval(th, ops[1], ins), self.fval(th, ops[2], ins)
             ca, cb = a.constant(), b.constant()

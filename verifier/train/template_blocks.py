@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from certificates.solve import provers
 from verifier.capture.case import CaptureCase, capture_case
 from verifier.capture.trace import InputSpec
 from .models import ModelConfig, Par, layer, llama_params, local_shape
@@ -181,7 +182,8 @@ def verify_captured(kind: str, cc: CaptureCase, seed: int = 0) -> BlockResult:
     t0 = time.perf_counter()
     case = capture_case(cc)
     t1 = time.perf_counter()
-    inf = infer(case, seed=seed)
+    with provers(()):   # as the checker's template claims: no SMT solver (certificates/wiring.py)
+        inf = infer(case, seed=seed)
     t2 = time.perf_counter()
     res = BlockResult(kind, {}, {}, [], t1 - t0, t2 - t1, len(case.spec["nodes"]), len(case.impl["nodes"]))
     if not inf.verified:
