@@ -27,15 +27,11 @@ class Cut(Exception):
 
 def affine(x, why: str, split: bool = False) -> tuple[str | None, int]:
     """``x`` as ``v + c`` (``v`` None: the constant ``c``); anything else, or ``split``, halves a variable of ``x``."""
-    x, var = Rat.of(x), sorted(a for a in Rat.of(x).atoms() if a in BOX)
-    c, terms = x.constant(), x.n.t if x.d.constant() == 1 else {}
+    x = Rat.of(x)
+    var = sorted(a for a in x.atoms() if a in BOX)
+    c = (x - Rat.var(var[0]) if len(var) == 1 else x).constant()
     if c is not None and c.denominator == 1 and not split:
-        return None, int(c)
-    if len(var) == 1 and not split and terms.get((((var[0], 1),), ())) == 1 and set(terms) <= {(((var[0], 1),), ()),
-                                                                                                ((), ())}:
-        c = terms.get(((), ()), 0)
-        if c.denominator == 1:
-            return var[0], int(c)
+        return (var[0] if var else None), int(c)
     if not var:
         raise ShapeError(f"{why}: {x} is not an integer of the case")
     lo, hi = BOX[var[0]]
@@ -113,7 +109,7 @@ def _fit(v: np.ndarray, dtype: str, why: str) -> np.ndarray:
     for x in v.ravel():
         var, c = affine(x, why)
         lo, hi = BOX.get(var, (0, 1))
-        if dtype not in INT_BITS or not bounds(dtype)[0] <= lo + c and hi + c <= bounds(dtype)[1] + 1:
+        if dtype not in INT_BITS or not bounds(dtype)[0] <= lo + c <= hi - 1 + c <= bounds(dtype)[1]:
             raise ShapeError(f"{why}: {x} may not fit {dtype}")
     consts = [Rat.of(x).constant() for x in v.ravel()]
     return v if None in consts else np.array([int(c) for c in consts], dtype=np.int64).reshape(v.shape)

@@ -83,6 +83,25 @@ def test_a_value_that_may_wrap_is_refused():
     assert not out[0].holds
 
 
+def test_a_value_that_may_wrap_past_the_top_is_refused():
+    """int8 ids in [0, 128) plus 100 wrap for ids >= 28 (to negative values, so ``< 100``): the impl reads row 0 there.
+    Taken as ``v + 100`` without the wrap, the mask would be false everywhere and the lookup equal to the spec's."""
+    s, i = GraphBuilder("s"), GraphBuilder("i")
+    for g, sfx in ((s, ""), (i, "@r0")):
+        E = g.input(f"E{sfx}", [128, D], "parameter")
+        x = g.input(f"ids{sfx}", [1], "index", dtype="int8", range=(0, 128))
+        if sfx:
+            y = g.node("aten.add.Scalar", [x], "up", out_dtype="int8", attrs={"other": 100})
+            m = g.node("aten.lt.Scalar", [y], "m", out_dtype="bool", attrs={"other": 100})
+            x = g.node("aten.masked_fill.Scalar", [x, m], "x0", out_dtype="int8", attrs={"value": 0})
+        g.output(g.node("aten.embedding.default", [E, x], f"out{sfx}", out_dtype="float32"))
+    spec, impl = parse_graph(s.build(), "s"), parse_graph(i.build(), "i")
+    rin = parse_relation({"E": ["E@r0"], "ids": ["ids@r0"]}, spec, impl, "rel", True)
+    rout = parse_relation({"out": ["out@r0"]}, spec, impl, "out", False)
+    out = refinement.check(spec, impl, rin, rout, Limits(max_assignments=512))
+    assert not out[0].holds and "ids@r0[0]" in out[0].failure, out[0].failure
+
+
 def test_an_operation_without_a_rule_is_split_to_points():
     """ids * 1 (no rule for mul) halves the case down to single ids: still decided, still correct."""
     s, i = GraphBuilder("s"), GraphBuilder("i")
