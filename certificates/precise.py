@@ -7,22 +7,12 @@ float functions of ``poly.NUMERIC`` keep ``box.MARGIN`` (2^-30): deep graphs no 
 
 import decimal
 from decimal import Decimal as D
-from fractions import Fraction
 
 from .poly import Q
 
 _C, _WIDE = decimal.Context(prec=60), decimal.Context(prec=160)
 PI = D("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798")
 _K = _C.sqrt(_C.divide(2, PI))   # sqrt(2 / pi), gelu_tanh's constant
-
-
-def _d(q, c: decimal.Context = _C) -> D:
-    return c.divide(D(int(q.numerator)), D(int(q.denominator)))
-
-
-def _q(d: D):
-    f = Fraction(d)
-    return Q(f.numerator, f.denominator)
 
 
 def _erf(x: D) -> D:
@@ -78,8 +68,9 @@ _FNS = {
 
 
 def _value(f, q):
+    x = _WIDE.divide(D(int(q.numerator)), D(int(q.denominator)))
     with decimal.localcontext(_C):   # the operators above: at 60 digits
-        return _q(f(_d(q, _WIDE)))
+        return Q(*f(x).as_integer_ratio())   # exact, as Fraction(f(x))
 
 
 PRECISE = {fn: (lambda q, f=f: _value(f, q)) for fn, f in _FNS.items()}

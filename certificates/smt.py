@@ -2,6 +2,7 @@
 registered on import for the kinds of claims that trust them: those replayed through chain.py."""
 
 import functools
+import importlib
 import math
 import sys
 
@@ -25,10 +26,7 @@ def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
     """True if the solver finds ``hyps`` and ``negated(encoder)`` unsatisfiable (denominators
     non-zero; with ``axioms``, those of exp and sqrt too), None if it cannot (or is not installed)."""
     try:
-        if which == "z3":
-            import z3 as s
-        else:
-            import cvc5.pythonic as s  # type: ignore[import-not-found]
+        s = importlib.import_module("z3" if which == "z3" else "cvc5.pythonic")
     except ImportError:
         return None
     enc = _Encoder(s)
@@ -37,10 +35,9 @@ def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
         solver.set("timeout", SOLVER_MS) if which == "z3" else solver.set("tlimit-per", SOLVER_MS)
         solver.add(negated(enc), *[enc.cond(h) for h in hyps])
         solver.add(*[d != 0 for d in enc.denominators], *(enc.axioms if axioms else []))
-        result = str(solver.check())
+        return True if str(solver.check()) == "unsat" else None
     except Exception:  # a solver-internal failure is "cannot decide", never acceptance
         return None
-    return True if result == "unsat" else None
 
 
 class _Encoder:
@@ -63,11 +60,10 @@ class _Encoder:
         return n / d
 
     def poly(self, p: Poly):
-        s = self.s
-        total = s.RealVal(0)
+        total = self.s.RealVal(0)
         for (mono, expo), c in p.t.items():
             term = math.prod((self.atom(v) for v, k in mono for _ in range(k)),
-                             start=s.RealVal(f"{c.numerator}/{c.denominator}"))
+                             start=self.s.RealVal(f"{c.numerator}/{c.denominator}"))
             if expo:
                 e = self.func("exp", 1)(self.poly(Poly(dict(expo))))
                 self.axioms.append(e > 0)
