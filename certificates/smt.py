@@ -23,8 +23,7 @@ def implied(hyps: list[Cond], c: Cond) -> bool:
 
 
 def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
-    """True if the solver finds ``hyps`` and ``negated(encoder)`` unsatisfiable (denominators
-    non-zero; with ``axioms``, those of exp and sqrt too), None if it cannot (or is not installed)."""
+    """True if the solver finds ``hyps``, ``negated(encoder)`` (and ``axioms``) unsatisfiable, denominators non-zero."""
     try:
         s = importlib.import_module("z3" if which == "z3" else "cvc5.pythonic")
     except ImportError:
