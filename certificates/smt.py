@@ -2,7 +2,6 @@
 registered on import for the kinds of claims that trust them: those replayed through chain.py."""
 
 import functools
-import importlib
 import math
 import sys
 
@@ -25,7 +24,10 @@ def implied(hyps: list[Cond], c: Cond) -> bool:
 def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
     """True if the solver finds ``hyps``, ``negated(encoder)`` (and ``axioms``) unsatisfiable, denominators non-zero."""
     try:
-        s = importlib.import_module("z3" if which == "z3" else "cvc5.pythonic")
+        if which == "z3":
+            import z3 as s
+        else:
+            import cvc5.pythonic as s  # type: ignore[import-not-found]
     except ImportError:
         return None
     enc = _Encoder(s)
