@@ -8,8 +8,8 @@ from .box import call
 from .poly import NUMERIC, to_fraction
 
 
-def _axes(x: np.ndarray) -> tuple[int, ...]:
-    return tuple(i for i in range(x.ndim) if i != 1)
+def _channel_sum(v: np.ndarray) -> np.ndarray:   # of v [N, C, *]: [C]
+    return np.sum(v, axis=tuple(i for i in range(v.ndim) if i != 1))
 
 
 def _chan(v: np.ndarray, nd: int) -> np.ndarray:
@@ -34,29 +34,22 @@ def _shapes(shapes, a, grad: bool):
 
 def _forward(xs, a):
     x, w, b = (list(xs) + [None] * 3)[:3]
-    ax = _axes(x)
     inv_n = _lift(x, to_fraction(1) / (x.size // x.shape[1]))
-    mean = np.sum(x, axis=ax) * inv_n
+    mean = _channel_sum(x) * inv_n
     c = x - _chan(mean, x.ndim)
-    rstd = 1 / _sqrt(np.sum(c * c, axis=ax) * inv_n + _lift(x, _scalar(a["eps"])))
+    rstd = 1 / _sqrt(_channel_sum(c * c) * inv_n + _lift(x, _scalar(a["eps"])))
     y = c * _chan(rstd, x.ndim)
-    if w is not None:
-        y = y * _chan(w, x.ndim)
-    if b is not None:
-        y = y + _chan(b, x.ndim)
-    return [y, mean, rstd]
+    y = y if w is None else y * _chan(w, x.ndim)
+    return [y if b is None else y + _chan(b, x.ndim), mean, rstd]
 
 
 def _backward(xs, a):
-    g, x, w, mean, rstd = xs[0], xs[1], xs[2], xs[5], xs[6]
-    ax, nd = _axes(x), x.ndim
+    g, x, w, mean, rstd, nd = xs[0], xs[1], xs[2], xs[5], xs[6], xs[1].ndim
     inv_n = _lift(x, to_fraction(1) / (x.size // x.shape[1]))
     xhat = (x - _chan(mean, nd)) * _chan(rstd, nd)
-    gb = np.sum(g, axis=ax)
-    gw = np.sum(g * xhat, axis=ax)
+    gb, gw = _channel_sum(g), _channel_sum(g * xhat)
     scale = _chan(rstd if w is None else rstd * w, nd)
-    gx = scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd))
-    return [gx, gw, gb]
+    return [scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd)), gw, gb]
 
 
 op("aten.native_batch_norm.default", "input weight? bias? running_mean? running_var?",
