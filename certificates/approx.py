@@ -67,7 +67,7 @@ def _node_limited_routing(g: dict, a: dict, where: str) -> None:
     g["nodes"][at[0]] = dict(node, attrs=dict(attrs, nodes=a["nodes"], limit=a["limit"]))
 
 
-def _split(g: dict, node: dict, i: int, k: int, where: str) -> str:
+def _split(g: dict, node: str, i: int, k: int, where: str) -> str:
     """A slice node taking the ``i``-th of ``k`` groups of ``node``'s input along dim 0."""
     src = g["tensors"].get(node)
     fail_if(not isinstance(src, dict) or not isinstance(src.get("shape"), list) or not src["shape"], Malformed,

@@ -22,8 +22,7 @@ def _shapes(shapes, a, grad: bool):
     x = shapes[1] if grad else shapes[0]
     c = (x[1],) if len(x) >= 2 else None
     _fail_if(c is None, f"batch_norm input needs [N, C, ...], got {x}")
-    _fail_if(shapes[3] is not None or shapes[4] is not None,
-             "running statistics are not supported (track_running_stats=False)")
+    _fail_if(shapes[3:5] != [None, None], "running statistics are not supported (track_running_stats=False)")
     _fail_if(not (a["train"] if grad else a["training"]) or (grad and list(a["output_mask"]) != [True] * 3),
              "only training-mode batch_norm (backward: every gradient) is supported")
     _fail_if(grad and (shapes[0] != x or shapes[5] != c or shapes[6] != c),
@@ -49,7 +48,7 @@ def _backward(xs, a):
     xhat = (x - _chan(mean, nd)) * _chan(rstd, nd)
     gb, gw = _channel_sum(g), _channel_sum(g * xhat)
     scale = _chan(rstd if w is None else rstd * w, nd)
-    return [scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd)), gw, gb]
+    return [scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd)), gw, gb]   # input's, weight's, bias's
 
 
 op("aten.native_batch_norm.default", "input weight? bias? running_mean? running_var?",
