@@ -27,7 +27,8 @@ def _shapes(shapes, a, grad: bool):
              "only training-mode batch_norm (backward: every gradient) is supported")
     _fail_if(grad and (shapes[0] != x or shapes[5] != c or shapes[6] != c),
              f"batch_norm backward: grad {shapes[0]}, saved {shapes[5]}/{shapes[6]} vs input {x}")
-    _fail_if(shapes[2] is not None and shapes[2] != c, f"batch_norm weight {shapes[2]} vs {c} channels")
+    ws = shapes[2:3] if grad else shapes[1:3]   # backward: its weight; forward: weight and bias
+    _fail_if(any(w is not None and w != c for w in ws), f"batch_norm weight {ws} vs {c} channels")
     return [x, c, c]
 
 
