@@ -14,9 +14,8 @@ from .refinement import Outcome, Relation, check
 
 
 def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
-    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs alone (constants too), each
-    over every assignment of the inputs it depends on (``deps``): its hull over every joint one. None where those
-    have over ``limits.max_assignments`` values, none at all if a run fails (docs/refinement.md)."""
+    """Exact hulls ``[min, max + 1)`` of the integer tensors computed from integer inputs and constants alone, each over
+    the inputs it depends on (``deps``: its joint hull); none past ``limits.max_assignments``, none if a run fails."""
     ints = [t for t in g.inputs if g.tensors[t].is_int]
     doms = {t: (range(*(g.tensors[t].range or (0, 2))), math.prod(g.tensors[t].shape)) for t in ints}
     deps, nodes, hull = {t: frozenset([t]) for t in ints}, [], {}
@@ -44,8 +43,7 @@ def reachable_ranges(g: Graph, limits: Limits) -> dict[str, tuple[int, int]]:
 
 
 class Chain:
-    """Decides local obligations, once per canonical key; a failed one is retried under each other order of
-    its hypotheses (``obligations.decide``; docs/refinement.md, "Local obligations")."""
+    """Decides local obligations by ``obligations.decide``, each proved canonical key once (docs/refinement.md)."""
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits, check=check) -> None:
         self.spec, self.impl, self.limits, self.check = spec, impl, limits, check   # check: refinement's or symint's
@@ -84,8 +82,7 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
         spec = graph_artifact(arts, claim.get("spec"), where, limits)
     impl = graph_artifact(arts, claim.get("impl"), where, limits)
     require_families(families, where, spec, impl)
-    rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation",
-                                    True, limits)
+    rin = refinement.parse_relation(claim.get("input_relation"), spec, impl, f"{where}: input_relation", True, limits)
     rout = refinement.parse_relation(claim.get("output_relation"), spec, impl,
                                      f"{where}: output_relation", False, limits)
     unrelated = [t for t in spec.outputs if t not in rout]
@@ -146,13 +143,12 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
         for o in prover.prove(rel, node, {t: rel[t] for t in node.outputs}):
             fail_if(not o.holds, Rejected, f"step '{name}' ({node.target}): {o.failure}")
             outcomes.append(o)
-    for t in rout:
-        fail_if(t not in rel, Rejected, f"expectation on '{t}', which the relation does not cover")
+    # rel covers rout: every spec tensor is an input (all in rin: parse_relation) or a node's output (parse_graph),
+    # each of which the loop above found in rel
     for o in prover.prove(rel, None, rout):
         fail_if(not o.holds, Rejected, f"expectation not met: {o.failure}")
         outcomes.append(o)
     # each step assumed its operator's conditions: all at once
     if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits, precise=precise)):
         raise Rejected(why)
-    return (f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), "
-            f"{summary(outcomes)}")
+    return f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), {summary(outcomes)}"

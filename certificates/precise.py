@@ -1,13 +1,11 @@
 """Values to about 2^-190 for the definedness witness of refinement claims (``box.boxes(PRECISE)``;
-docs/certificates.md, "The definedness witness is exact"). ``exp``, ``log`` and ``sqrt`` are Python's ``decimal``
-operations (correctly rounded) at 60 digits, the others are built from them, from ``erf``'s Taylor series at 160
-digits (|x| <= 12; beyond, erf is within 10^-64 of its sign) and from sine and cosine's series after reducing by
-2 pi. Each value is within 2^-150 (1 + |v|) of the function's, so ``box.PRECISE_MARGIN`` (2^-120) encloses it; the
-float functions of ``poly.NUMERIC`` keep ``box.MARGIN`` (2^-30): deep graphs no longer widen past their domains."""
+docs/certificates.md, "The definedness witness is exact"): ``exp``, ``log`` and ``sqrt`` are Python's ``decimal``
+operations (correctly rounded) at 60 digits, the others built from them and from the Taylor series of erf (at 160
+digits) and of sine and cosine (after reducing by 2 pi). Each value is within 2^-150 (1 + |v|) of the function's, so
+``box.PRECISE_MARGIN`` (2^-120) encloses it; ``poly.NUMERIC``'s float functions keep ``box.MARGIN`` (2^-30)."""
 
 import decimal
 from decimal import Decimal as D
-from fractions import Fraction
 
 from .poly import Q
 
@@ -16,17 +14,8 @@ PI = D("3.1415926535897932384626433832795028841971693993751058209749445923078164
 _K = _C.sqrt(_C.divide(2, PI))   # sqrt(2 / pi), gelu_tanh's constant
 
 
-def _d(q, c: decimal.Context = _C) -> D:
-    return c.divide(D(int(q.numerator)), D(int(q.denominator)))
-
-
-def _q(d: D):
-    f = Fraction(d)
-    return Q(f.numerator, f.denominator)
-
-
 def _erf(x: D) -> D:
-    if abs(x) > 12:
+    if abs(x) > 12:   # erf is within 10^-64 of its sign
         return D(1).copy_sign(x)
     x = term = total = _WIDE.plus(x)
     n = 0
@@ -78,8 +67,9 @@ _FNS = {
 
 
 def _value(f, q):
+    x = _WIDE.divide(D(int(q.numerator)), D(int(q.denominator)))
     with decimal.localcontext(_C):   # the operators above: at 60 digits
-        return _q(f(_d(q, _WIDE)))
+        return Q(*f(x).as_integer_ratio())   # exact, as Fraction(f(x))
 
 
 PRECISE = {fn: (lambda q, f=f: _value(f, q)) for fn, f in _FNS.items()}

@@ -22,8 +22,7 @@ def implied(hyps: list[Cond], c: Cond) -> bool:
 
 
 def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
-    """True if the solver finds ``hyps`` and ``negated(encoder)`` unsatisfiable (denominators
-    non-zero; with ``axioms``, those of exp and sqrt too), None if it cannot (or is not installed)."""
+    """True if the solver finds ``hyps``, ``negated(encoder)`` (and ``axioms``) unsatisfiable, denominators non-zero."""
     try:
         if which == "z3":
             import z3 as s
@@ -37,10 +36,9 @@ def unsat(which: str, hyps, negated, axioms: bool = False) -> bool | None:
         solver.set("timeout", SOLVER_MS) if which == "z3" else solver.set("tlimit-per", SOLVER_MS)
         solver.add(negated(enc), *[enc.cond(h) for h in hyps])
         solver.add(*[d != 0 for d in enc.denominators], *(enc.axioms if axioms else []))
-        result = str(solver.check())
+        return True if str(solver.check()) == "unsat" else None
     except Exception:  # a solver-internal failure is "cannot decide", never acceptance
         return None
-    return True if result == "unsat" else None
 
 
 class _Encoder:
@@ -63,11 +61,10 @@ class _Encoder:
         return n / d
 
     def poly(self, p: Poly):
-        s = self.s
-        total = s.RealVal(0)
+        total = self.s.RealVal(0)
         for (mono, expo), c in p.t.items():
             term = math.prod((self.atom(v) for v, k in mono for _ in range(k)),
-                             start=s.RealVal(f"{c.numerator}/{c.denominator}"))
+                             start=self.s.RealVal(f"{c.numerator}/{c.denominator}"))
             if expo:
                 e = self.func("exp", 1)(self.poly(Poly(dict(expo))))
                 self.axioms.append(e > 0)

@@ -70,8 +70,7 @@ def _keep_booleans(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict, lim
 def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT,
           strict: bool = True) -> list[Outcome]:
     """``refinement.check``, with boolean inputs as 0/1 variables first where every integer input is boolean."""
-    ints = {impl.tensors[t].dtype for t in impl.inputs if impl.tensors[t].is_int}
-    if ints == {"bool"}:
+    if {impl.tensors[t].dtype for t in impl.inputs if impl.tensors[t].is_int} == {"bool"}:
         try:
             out = refinement.check(spec, impl, inputs, outputs, limits, strict, evaluate, _keep_booleans)
             if all(o.holds for o in out):
