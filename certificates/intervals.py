@@ -11,7 +11,7 @@ from .dtypes import INT_BITS, bounds, fit
 from .errors import LimitExceeded, Unsupported
 from .graph import Graph
 from .limits import Limits
-from .ops import MOVES, ShapeError, _scalar, is_sym
+from .ops import MOVES, ShapeError, _fail_if, _scalar, is_sym
 from .poly import NUMERIC, Rat, apply
 
 BOX: dict[str, tuple[int, int]] = {}   # variable -> [lo, hi) of the case being decided
@@ -79,8 +79,7 @@ def _embedding(xs, a, why):
 
 def _embedding_backward(xs, a, why):
     (g, idx), n = xs, a["num_weights"]
-    if a["scale_grad_by_freq"]:
-        raise ShapeError("scale_grad_by_freq is not supported")
+    _fail_if(a["scale_grad_by_freq"], "scale_grad_by_freq is not supported")
     out = np.full((n, g.shape[-1]), Rat.of(0), dtype=object)
     for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):
         v, lo, r0, r1 = _rows(x, n, why)

@@ -250,7 +250,8 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
           strict: bool = True, run=intervals.evaluate, assignments=integer_cases) -> list[Outcome]:
     """Decide ``inputs => outputs`` for all impl input values (symbolically; ``run``, ``assignments``: symint.py)."""
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
-    outcomes = {(s, str(t)): Outcome(s, str(t)) for s, ts in outputs.items() for t in ts}
+    exprs = {(s, str(t)): t for s, ts in outputs.items() for t in ts}
+    outcomes = {k: Outcome(*k) for k in exprs}
     shown_defined = False
     cases = assignments(spec, impl, spec_env, impl_env, limits)
     for point, s_env, i_env in cases:
@@ -266,31 +267,23 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
         except intervals.Cut as cut:
             cases.split(cut)
             continue
-        if failed:
-            if not point:
-                raise failed
-            for o in outcomes.values():
-                o.failure = o.failure or f"impl fails at integer inputs {point}: {failed}"
-            break
+        if failed and not point:
+            raise failed
         # Definedness (DESIGN.md rule 4): assume only the spec's side conditions, shown
         # satisfiable (``spec_defined``), and only once the impl's are shown to follow from them.
-        undefined = definedness(s_side, i_side) if i_side else None
+        undefined = f"impl fails: {failed}" if failed else definedness(s_side, i_side) if i_side else None
         if s_side and not undefined and not shown_defined:
             undefined, shown_defined = spec_defined(spec, limits), True
         if undefined:
             for o in outcomes.values():
                 o.failure = o.failure or (f"{undefined} (integer inputs {point})" if point else undefined)
             break
-        hyps = list({(k, str(v)): (k, v) for k, v in s_side}.values())
+        hyps = list(_unique(s_side).values())
         for o in outcomes.values():
             o.assumed = max(o.assumed, len(hyps))
-        for s, ts in outputs.items():
-            for t in ts:
-                o = outcomes[(s, str(t))]
-                if o.failure:
-                    continue
-                rhs = np.asarray(terms.evaluate(t, i_vals.__getitem__))
-                _compare(o, s_vals[s], rhs, point, limits, hyps)
+        for (s, e), o in outcomes.items():
+            if not o.failure:
+                _compare(o, s_vals[s], np.asarray(terms.evaluate(exprs[s, e], i_vals.__getitem__)), point, limits, hyps)
     return list(outcomes.values())
 
 
@@ -336,8 +329,7 @@ def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: 
         if v.holds is False:
             shown = ", ".join(f"{k}={x:g}" for k, x in list((v.witness or {}).items())[:6])
             more = " ..." if v.witness and len(v.witness) > 6 else ""
-            o.failure = (f"{where}: differ, e.g. {v.values[0]:.6g} vs {v.values[1]:.6g} "
-                         f"at {shown}{more}")
+            o.failure = f"{where}: differ, e.g. {v.values[0]:.6g} vs {v.values[1]:.6g} at {shown}{more}"
         else:
             o.failure = f"{where}: not proved (normal forms differ; numerically equal; solvers undecided)"
         return
