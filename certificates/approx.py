@@ -20,13 +20,12 @@ FAMILIES = CORE + ("ops_train",)
 
 def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Replay a ``training-refinement`` claim: its approximations applied to the spec first."""
-    assumed = claim.get("approximations", [])
-    if not assumed:
-        return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, check=symint.check, precise=PRECISE)
-    value, awhere = graph_value(arts, claim.get("spec"), where)
-    spec = parse_graph(apply(value, assumed, f"{where}: approximations"), awhere, limits)
-    return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, spec,
-                             f" (assuming {describe(assumed)})", symint.check, PRECISE)
+    spec, under, assumed = None, "", claim.get("approximations", [])
+    if assumed:
+        value, awhere = graph_value(arts, claim.get("spec"), where)
+        spec = parse_graph(apply(value, assumed, f"{where}: approximations"), awhere, limits)
+        under = f" (assuming {describe(assumed)})"
+    return replay_refinement(claim, evidence, arts, where, limits, FAMILIES, spec, under, symint.check, PRECISE)
 
 
 def describe(approximations: list[dict]) -> str:
@@ -68,7 +67,7 @@ def _node_limited_routing(g: dict, a: dict, where: str) -> None:
     g["nodes"][at[0]] = dict(node, attrs=dict(attrs, nodes=a["nodes"], limit=a["limit"]))
 
 
-def _split(g: dict, node: dict, i: int, k: int, where: str) -> str:
+def _split(g: dict, node: str, i: int, k: int, where: str) -> str:
     """A slice node taking the ``i``-th of ``k`` groups of ``node``'s input along dim 0."""
     src = g["tensors"].get(node)
     fail_if(not isinstance(src, dict) or not isinstance(src.get("shape"), list) or not src["shape"], Malformed,
@@ -111,27 +110,24 @@ def _local_batch_norm(g: dict, a: dict, where: str) -> None:
     g["nodes"].remove(bwd := users[0])
     rank = fwd.get("rank", 0)
     stat = g["tensors"].pop(mean), g["tensors"].pop(rstd)
-    parts: list[list[str]] = [[], [], [], []]     # y, grad input, grad weight, grad bias
     for i in range(k):
         x = _split(g, ins[0], i, k, where)
         yi, mi, ri = (_fresh(g, f"{t}.group{i}", dict(m), where)
-                      for t, m in ((y, dict(g["tensors"][y], shape=g["tensors"][x]["shape"])), (mean, stat[0]),
-                                   (rstd, stat[1])))
+                      for t, m in zip(outs, (dict(g["tensors"][y], shape=g["tensors"][x]["shape"]), *stat)))
         _emit(g, FWD, [x] + ins[1:5], [yi, mi, ri], dict(fwd.get("attrs", {})), rank)
         gy = _split(g, bwd["inputs"][0], i, k, where)
         grads = [_fresh(g, f"{t}.group{i}", dict(g["tensors"][t], shape=g["tensors"][s]["shape"]), where)
                  for t, s in zip(bwd["outputs"], (x, bwd["outputs"][1], bwd["outputs"][2]))]
         _emit(g, BWD, [gy, x] + list(bwd["inputs"][2:5]) + [mi, ri], grads, dict(bwd.get("attrs", {})), rank)
-        for part, t in zip(parts, [yi] + grads):
-            part.append(t)
-    _emit(g, "aten.cat.default", parts[0], [y], {"dim": 0}, rank)
-    _emit(g, "aten.cat.default", parts[1], [bwd["outputs"][0]], {"dim": 0}, rank)
-    for part, total in zip(parts[2:4], bwd["outputs"][1:]):
-        acc = part[0]
-        for j, t in enumerate(part[1:]):
-            acc_next = total if j == len(part) - 2 else _fresh(g, f"{total}.sum{j}", dict(g["tensors"][total]), where)
-            _emit(g, "aten.add.Tensor", [acc, t], [acc_next], {}, rank)
-            acc = acc_next
+    # the groups' tensors are named '{t}.group{i}' (_fresh): y and the input's gradient concatenated, the
+    # parameters' gradients summed in group order
+    for t in (y, bwd["outputs"][0]):
+        _emit(g, "aten.cat.default", [f"{t}.group{i}" for i in range(k)], [t], {"dim": 0}, rank)
+    for total in bwd["outputs"][1:3]:
+        acc = [f"{total}.group0"] + [_fresh(g, f"{total}.sum{j}", dict(g["tensors"][total]), where)
+                                     for j in range(k - 2)] + [total]    # acc[j]: groups 0 to j summed
+        for j in range(1, k):
+            _emit(g, "aten.add.Tensor", [acc[j - 1], f"{total}.group{j}"], [acc[j]], {}, rank)
 
 
 RULES = {"local-batch-norm": ({"groups": 2}, _local_batch_norm),

@@ -8,7 +8,7 @@ import numpy as np
 
 from .box import call
 from .dtypes import bounds, cast
-from .ops import (INT_DTYPES, REQ, _along_dim, _dim, _exp, _fail_if, _full, _integral, _lift, _log, _maximum,
+from .ops import (INT_DTYPES, REQ, _CREATE, _along_dim, _dim, _exp, _fail_if, _full, _integral, _lift, _log, _maximum,
                   _red_dims, _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
 from .ops_grad import _same2, _step
 from .poly import Rat, to_fraction
@@ -144,9 +144,8 @@ def _refuse(why: str):
 
 
 _EMPTY = _refuse("the values of an uninitialized tensor (empty) are undefined; none may be read")
-_SIZE = {"shape": lambda s, a: [tuple(a["size"])]}
-op("aten.empty.memory_format", "", {"size": REQ, "dtype": None}, **_SIZE)(_EMPTY)
-op("aten.new_empty_strided.default", "self", {"size": REQ, "stride": REQ, "dtype": None}, **_SIZE)(_EMPTY)
+op("aten.empty.memory_format", "", {"size": REQ, "dtype": None}, **_CREATE)(_EMPTY)
+op("aten.new_empty_strided.default", "self", {"size": REQ, "stride": REQ, "dtype": None}, **_CREATE)(_EMPTY)
 op("aten.empty_like.default", "self", {"dtype": None}, shape=lambda s, a: [s[0]])(_EMPTY)
 
 

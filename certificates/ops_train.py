@@ -8,8 +8,8 @@ from .box import call
 from .poly import NUMERIC, to_fraction
 
 
-def _axes(x: np.ndarray) -> tuple[int, ...]:
-    return tuple(i for i in range(x.ndim) if i != 1)
+def _channel_sum(v: np.ndarray) -> np.ndarray:   # of v [N, C, *]: [C]
+    return np.sum(v, axis=tuple(i for i in range(v.ndim) if i != 1))
 
 
 def _chan(v: np.ndarray, nd: int) -> np.ndarray:
@@ -22,41 +22,34 @@ def _shapes(shapes, a, grad: bool):
     x = shapes[1] if grad else shapes[0]
     c = (x[1],) if len(x) >= 2 else None
     _fail_if(c is None, f"batch_norm input needs [N, C, ...], got {x}")
-    _fail_if(shapes[3] is not None or shapes[4] is not None,
-             "running statistics are not supported (track_running_stats=False)")
+    _fail_if(shapes[3:5] != [None, None], "running statistics are not supported (track_running_stats=False)")
     _fail_if(not (a["train"] if grad else a["training"]) or (grad and list(a["output_mask"]) != [True] * 3),
              "only training-mode batch_norm (backward: every gradient) is supported")
     _fail_if(grad and (shapes[0] != x or shapes[5] != c or shapes[6] != c),
              f"batch_norm backward: grad {shapes[0]}, saved {shapes[5]}/{shapes[6]} vs input {x}")
-    _fail_if(shapes[2] is not None and shapes[2] != c, f"batch_norm weight {shapes[2]} vs {c} channels")
+    ws = shapes[2:3] if grad else shapes[1:3]   # backward: its weight; forward: weight and bias
+    _fail_if(any(w is not None and w != c for w in ws), f"batch_norm weight {ws} vs {c} channels")
     return [x, c, c]
 
 
 def _forward(xs, a):
     x, w, b = (list(xs) + [None] * 3)[:3]
-    ax = _axes(x)
     inv_n = _lift(x, to_fraction(1) / (x.size // x.shape[1]))
-    mean = np.sum(x, axis=ax) * inv_n
+    mean = _channel_sum(x) * inv_n
     c = x - _chan(mean, x.ndim)
-    rstd = 1 / _sqrt(np.sum(c * c, axis=ax) * inv_n + _lift(x, _scalar(a["eps"])))
+    rstd = 1 / _sqrt(_channel_sum(c * c) * inv_n + _lift(x, _scalar(a["eps"])))
     y = c * _chan(rstd, x.ndim)
-    if w is not None:
-        y = y * _chan(w, x.ndim)
-    if b is not None:
-        y = y + _chan(b, x.ndim)
-    return [y, mean, rstd]
+    y = y if w is None else y * _chan(w, x.ndim)
+    return [y if b is None else y + _chan(b, x.ndim), mean, rstd]
 
 
 def _backward(xs, a):
-    g, x, w, mean, rstd = xs[0], xs[1], xs[2], xs[5], xs[6]
-    ax, nd = _axes(x), x.ndim
+    g, x, w, mean, rstd, nd = xs[0], xs[1], xs[2], xs[5], xs[6], xs[1].ndim
     inv_n = _lift(x, to_fraction(1) / (x.size // x.shape[1]))
     xhat = (x - _chan(mean, nd)) * _chan(rstd, nd)
-    gb = np.sum(g, axis=ax)
-    gw = np.sum(g * xhat, axis=ax)
+    gb, gw = _channel_sum(g), _channel_sum(g * xhat)
     scale = _chan(rstd if w is None else rstd * w, nd)
-    gx = scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd))
-    return [gx, gw, gb]
+    return [scale * (g - _chan(gb * inv_n, nd) - xhat * _chan(gw * inv_n, nd)), gw, gb]   # input's, weight's, bias's
 
 
 op("aten.native_batch_norm.default", "input weight? bias? running_mean? running_var?",

@@ -32,3 +32,16 @@ def test_a_result_of_another_shape_than_declared_is_refused():
 def test_the_declared_shape_runs():
     graph, env = _ln_backward([1])
     assert evaluate(graph, env, False)["dX"].shape == (4,)
+
+
+@pytest.mark.parametrize("weight,bias", [([1], [3]), ([3], [1]), ([5], None)])
+def test_batch_norm_weight_and_bias_have_one_value_per_channel(weight, bias):
+    """ATen's kernel reads C values of each (a weight [1] was taken as a broadcast scalar; torch reads past its end)."""
+    import certificates.ops_train  # noqa: F401 (the training family)
+    g = GraphBuilder("bn")
+    ins = [g.input("X", [2, 3], "activation"), g.input("W", weight, "parameter")]
+    ins += [g.input("B", bias, "parameter")] if bias else []
+    with pytest.raises(Exception, match=r"batch_norm weight \["):
+        g.node("aten.native_batch_norm.default", ins + [None, None] if bias else ins, ["Y", "m", "r"], training=True,
+               momentum=0.1, eps=1e-5)
+        parsed(g.build(), "bn", Limits())
