@@ -98,7 +98,7 @@ def _other(xs, a):
 RULES = {"embedding": _embedding, "embedding_dense_backward": _embedding_backward,
          "add": lambda xs, a, why: [np.asarray(xs[0] + _other(xs, a) * _scalar(a["alpha"]), dtype=object)],
          "sub": lambda xs, a, why: [np.asarray(xs[0] - _other(xs, a) * _scalar(a["alpha"]), dtype=object)],
-         **{k: lambda xs, a, why, k=k: [_test(np.asarray(xs[0] - _other(xs, a), dtype=object), k, why)] for k in _CMP}}
+         **{k: lambda xs, a, why, k=k: [_test(xs[0] - _other(xs, a), k, why)] for k in _CMP}}
 REAL = {"embedding", "embedding_dense_backward"}
 RUN = (MOVES - {"_to_copy"}) | {"where", "masked_fill"}   # by the registry (their conditions decided first)
 
@@ -115,7 +115,7 @@ def _fit(v: np.ndarray, dtype: str, why: str) -> np.ndarray:
 
 
 def _step(g: Graph, node, xs: list, symbolic: bool) -> list:
-    """``graph.evaluate``'s step: booleans decided first, then ``RUN`` ops by the registry, ``RULES``, else a ``Cut``."""
+    """``graph.evaluate``'s step: booleans decided first, then ``RUN`` by the registry, ``RULES``, else a ``Cut``."""
     name, why = node.target.split(".")[1], f"node '{node.name}' ({node.target})"
     kinds = [g.tensors[t].dtype if is_sym(x) else "" for t, x in zip(node.inputs, xs)]
     xs = [_test(x, "ne", why) if k == "bool" else x for x, k in zip(xs, kinds)]
@@ -126,9 +126,9 @@ def _step(g: Graph, node, xs: list, symbolic: bool) -> list:
         outs = RULES[name](xs, node.full_attrs(symbolic), why)
     else:
         affine(next(e for e in ints[0].ravel() if Rat.of(e).constant() is None), f"{why}: no rule", split=True)
-    outs = [np.asarray(v) for v in outs]
-    return [_fit(v, g.tensors[t].dtype, why) if is_sym(v) and g.tensors[t].is_int else fit(v, g.tensors[t].dtype, symbolic)
-            for t, v in zip(node.outputs, outs)]
+    ts = [g.tensors[t] for t in node.outputs]
+    return [_fit(v, t.dtype, why) if is_sym(v) and t.is_int else fit(v, t.dtype, symbolic) for t, v in
+            zip(ts, map(np.asarray, outs))]
 
 
 def evaluate(g: Graph, env: dict[str, np.ndarray], symbolic: bool, limits: Limits) -> dict:

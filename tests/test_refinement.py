@@ -128,11 +128,11 @@ def vocab_parallel_embedding(check_upper: bool = True):
     return s, g, rin, {"Y": ["y@r0", "y@r1"]}
 
 
-def test_vocab_parallel_embedding_enumerates_ids():
+def test_vocab_parallel_embedding_decides_ids_by_cases():
     r = run(*vocab_parallel_embedding())
     assert r.verified
-    # 4 ids ^ 2 positions = 16 assignments, 2 equations of 4 elements each
-    assert {o.elements for o in r.outcomes} == {16 * 4}
+    # each of 2 positions' id in one of 2 shards: 4 cases (the enumeration had 4 ids ^ 2 = 16), 4 elements each
+    assert {o.elements for o in r.outcomes} == {4 * 4}
 
 
 def test_vocab_parallel_embedding_unmasked_upper_bound_rejected():
