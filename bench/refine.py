@@ -53,7 +53,8 @@ def workload(make, *args):
 
 
 def full_size(case_module: str, call: str):
-    """``pvcert verify`` on ``case_module.call`` as a user runs it (a case too large to prove: the full-size run)."""
+    """``pvcert verify`` on ``case_module.call`` as a user runs it (at full size: reduced by stages, or the full-size
+    search for a counterexample where a stage cannot be reduced)."""
     def run() -> dict:
         import contextlib
         import io
@@ -104,7 +105,7 @@ def main() -> int:
     p.add_argument("--full", action="store_true", help="megatron-core's transformer MLP at hidden 768, sequence 1024; "
                    "megatron-core GPTModel at vocabulary 32768, sequence 1024, "
                    "hidden 768, and transformers Llama and Qwen2 at vocabulary 32000, sequence 1024, hidden 768 / 1024, "
-                   "through pvcert verify: correct (too large to prove) and with planted bugs")
+                   "through pvcert verify: correct and with planted bugs")
     p.add_argument("--curve", action="store_true", help="megatron-core's transformer layer TP2 (hidden 768, 16 heads) "
                    "at sequence 256 to 4096 through pvcert verify: the time against sequence length")
     p.add_argument("--json", default=None, help="default bench/results/refine.json (refine-full.json with --full, "
@@ -141,6 +142,9 @@ def main() -> int:
                        (2, "attention_scale"), (8, "attention_scale")]:
             h.run(f"megatron-core GPTModel full size TP{w}{', ' + bug if bug else ''}",
                   full_size("examples.cases.megatron_gpt", f"make_case({w}, bug={bug!r}, size=FULL)"))
+        for layers in (2, 4, 8):
+            h.run(f"megatron-core GPTModel full size, {layers} layers, TP2",
+                  full_size("examples.cases.megatron_gpt", f"make_case(2, size=FULL, layers={layers})"))
         try:
             import transformers  # noqa: F401
             for name, run in hf_full_size():

@@ -75,12 +75,12 @@ BUGS = {"no_all_reduce": "the MLP's row-parallel FC2 leaves its partial sums unr
         "attention_scale": "the softmax scale from the rank's projection size hidden/TP, not the head size"}
 
 
-def _config(world: int, hidden: int, heads: int):
-    """The transformer config of ``gpt`` and ``layer``: one layer, dropout and fusions off, CPU initialization."""
+def _config(world: int, hidden: int, heads: int, layers: int = 1):
+    """The transformer config of ``gpt`` and ``layer``: ``layers`` layers, dropout and fusions off, CPU initialization."""
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     tp_setup(world)
-    return TransformerConfig(num_layers=1, hidden_size=hidden, num_attention_heads=heads,
+    return TransformerConfig(num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                              use_cpu_initialization=True, tensor_model_parallel_size=world,
                              hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False,
                              bias_activation_fusion=False, masked_softmax_fusion=False,
@@ -99,11 +99,13 @@ def _plant(layer: nn.Module, bug: str | None, hidden: int, world: int) -> None:
 
 
 def gpt(rank: int, world: int, vocab: int = VOCAB, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS,
-        bug: str | None = None):
+        bug: str | None = None, layers: int = 1):
+    """megatron-core's GPTModel of ``layers`` layers (local layer spec, learned positions); ``bug`` planted in the
+    first layer."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
 
-    model = GPTModel(config=_config(world, hidden, heads), transformer_layer_spec=get_gpt_layer_local_spec(),
+    model = GPTModel(config=_config(world, hidden, heads, layers), transformer_layer_spec=get_gpt_layer_local_spec(),
                      vocab_size=vocab, max_sequence_length=seq, position_embedding_type="learned_absolute")
     _plant(model.decoder.layers[0], bug, hidden, world)
 
