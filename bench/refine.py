@@ -1,4 +1,4 @@
-"""Refinement benchmark: ``python bench/refine.py [--quick | --full]``.
+"""Refinement benchmark: ``python bench/refine.py [--quick | --full | --curve | --vocab-curve]``.
 
 Per workload (a fresh process each): capture the PyTorch case (forward and backward),
 infer the clean relations operator by operator, write the per-operator certificate and
@@ -108,10 +108,13 @@ def main() -> int:
                    "through pvcert verify: correct and with planted bugs")
     p.add_argument("--curve", action="store_true", help="megatron-core's transformer layer TP2 (hidden 768, 16 heads) "
                    "at sequence 256 to 4096 through pvcert verify: the time against sequence length")
+    p.add_argument("--vocab-curve", action="store_true", help="megatron-core GPTModel TP2 (1 layer, sequence 1024, "
+                   "hidden 768, 16 heads) at vocabulary 1024 to 32768 through pvcert verify: the time against vocabulary")
     p.add_argument("--json", default=None, help="default bench/results/refine.json (refine-full.json with --full, "
                    "refine-curve.json with --curve)")
     args = p.parse_args()
-    name = "refine-full.json" if args.full else "refine-curve.json" if args.curve else "refine.json"
+    name = "refine-full.json" if args.full else "refine-curve.json" if args.curve else \
+        "refine-vocab.json" if args.vocab_curve else "refine.json"
     args.json = args.json or os.path.join(ROOT, "bench", "results", name)
     if args.curve:
         h = Harness("pvcert verify against sequence length: verdict, time (capture and the run included), note")
@@ -119,6 +122,15 @@ def main() -> int:
         for seq in (256, 512, 1024, 2048, 4096):
             h.run(f"megatron-core transformer layer (hidden 768, 16 heads) TP2, sequence {seq}, fwd+bwd",
                   full_size("examples.cases.megatron_layer", f"make_case(2, size=dict(seq={seq}, hidden=768, heads=16))"))
+        h.write(args.json)
+        return 0
+    if args.vocab_curve:
+        h = Harness("pvcert verify against vocabulary: verdict, time (capture and the run included), note")
+        h.header()
+        for vocab in (1024, 4096, 16384, 32768):
+            h.run(f"megatron-core GPTModel 1 layer TP2, vocabulary {vocab}, sequence 1024, hidden 768, fwd+bwd",
+                  full_size("examples.cases.megatron_gpt",
+                            f"make_case(2, size=dict(vocab={vocab}, seq=1024, hidden=768, heads=16))"))
         h.write(args.json)
         return 0
     if args.full:
