@@ -74,8 +74,9 @@ def _sum_case(tmp_path, n: int, op: str = "mean", divided: bool = False) -> str:
 
 
 def test_cli_limits_name_the_operator_by_engine(tmp_path):
-    r = run_pvcert("verify", _sum_case(tmp_path, 300_000, "sum"), "--staged")   # summed: reduced at two divisors
-    assert r.returncode == 0 and "reduced to 12 of 2400008 elements" in r.stdout, r.stdout + r.stderr
+    # summed: reduced at two divisors; the rows to 2, the columns to 4 (apart from the rows)
+    r = run_pvcert("verify", _sum_case(tmp_path, 300_000, "sum"), "--staged")
+    assert r.returncode == 0 and "reduced to 20 of 2400008 elements" in r.stdout, r.stdout + r.stderr
     r = run_pvcert("verify", _sum_case(tmp_path, 300_000), "--staged")   # the same mean on both sides: congruence
     assert r.returncode == 0 and "VERIFIED" in r.stdout, r.stdout + r.stderr
     r = run_pvcert("verify", _sum_case(tmp_path, 300_000, divided=True), "--staged")   # reduced: [2, 300000]
@@ -115,7 +116,7 @@ def test_verify_reduces_a_case_too_large_to_decide_element_by_element(tmp_path):
     cert = tmp_path / "c.json"
     r = run_pvcert("verify", _mm_case(tmp_path, 300_000), "--emit-cert", str(cert))   # 600,000-element X
     assert r.returncode == 0 and "verifying on the shape-reduced graphs" in r.stdout, r.stdout + r.stderr
-    assert "reduced to 44 of 2400012 elements" in r.stdout
+    assert "reduced to 76 of 2400012 elements" in r.stdout   # 4 rows, apart from W's 2 x 2
     r = run_pvcert("replay", str(cert))
     assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout, r.stdout
     assert "stage by stage at reduced shapes" in r.stdout, r.stdout

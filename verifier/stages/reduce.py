@@ -58,6 +58,29 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
                                     f"{why or 'no axis reduces further'}")
 
 
+def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]],
+              cls: dict[Axis, Axis]) -> dict[Axis, tuple[int, int]]:
+    """``divisors`` with a smaller divisor (a divisor of the checker's) for a class whose reduced sizes another class
+    already has, where one keeps them apart: inference by value at reduced sizes then cannot relate two axes that
+    only happen to have one size (a sequence and a head count both 2), a relation that would not lift."""
+    members: dict[Axis, list[Axis]] = {}
+    for a in C.size:
+        if a[0] != "term":
+            members.setdefault(cls[a], []).append(a)
+    used = {C.size[a] for root, ms in members.items() if divisors[root][0] == 1 for a in ms}
+    picks = {}
+    for root, ms in sorted(members.items(), key=lambda kv: min(C.size[a] for a in kv[1])):
+        d, second = divisors[root]
+        if d == 1:
+            continue
+        ks = [k for k in range(d, 1, -1) if d % k == 0]
+        pick = next((k for k in ks if not {C.size[a] // k for a in ms} & used), d)
+        used |= {C.size[a] // pick for a in ms}
+        below = [k for k in ks if k < pick]
+        picks[root] = (pick, second if pick == d or not second else below[0] if below else 0)
+    return {a: picks.get(cls[a], divisors[a]) for a in C.size}
+
+
 def _volume(*graphs) -> int:
     """Elements over all tensors of the graphs (how much a reduction saves)."""
     return sum(math.prod(t.shape) for g in graphs for t in g.tensors.values())
@@ -86,7 +109,8 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) ->
     C = shapes.constraints(r.spec, r.impl, rels)
     kept = {a: why for a, why in C.pins.items() if not (relax and why.endswith(MIXED))}
     relaxed, C.pins = len(kept) < len(C.pins), kept
-    divisors, cls = shapes.solve(C), C.divisor_classes()
+    cls = C.divisor_classes()
+    divisors = _distinct(C, shapes.solve(C), cls)
     classes: dict[Axis, dict] = {}
     for a in C.size:
         d, second = divisors[a]
