@@ -12,6 +12,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -58,18 +59,22 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
                                     f"{why or 'no axis reduces further'}")
 
 
-def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]],
-              cls: dict[Axis, Axis]) -> dict[Axis, tuple[int, int]]:
+def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls: dict[Axis, Axis],
+              graphs: dict[str, Any]) -> dict[Axis, tuple[int, int]]:
     """``divisors`` with a smaller divisor (a divisor of the checker's) for a class whose reduced sizes another class
     already has, where one keeps them apart: inference by value at reduced sizes then cannot relate two axes that
-    only happen to have one size (a sequence and a head count both 2), a relation that would not lift."""
+    only happen to have one size (a sequence and a head count both 2), a relation that would not lift. Classes with
+    an axis of an integer or boolean tensor come first (their elements are decided case by case: a mask grows
+    with the square of a sequence), then the smaller."""
     members: dict[Axis, list[Axis]] = {}
     for a in C.size:
         if a[0] != "term":
             members.setdefault(cls[a], []).append(a)
     used = {C.size[a] for root, ms in members.items() if divisors[root][0] == 1 for a in ms}
     picks = {}
-    for root, ms in sorted(members.items(), key=lambda kv: min(C.size[a] for a in kv[1])):
+    def order(kv: tuple[Axis, list[Axis]]) -> tuple[bool, int]:
+        return not any(graphs[a[0]].tensors[a[1]].is_int for a in kv[1]), min(C.size[a] for a in kv[1])
+    for root, ms in sorted(members.items(), key=order):
         d, second = divisors[root]
         if d == 1:
             continue
@@ -110,7 +115,7 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) ->
     kept = {a: why for a, why in C.pins.items() if not (relax and why.endswith(MIXED))}
     relaxed, C.pins = len(kept) < len(C.pins), kept
     cls = C.divisor_classes()
-    divisors = _distinct(C, shapes.solve(C), cls)
+    divisors = _distinct(C, shapes.solve(C), cls, {"spec": r.spec, "impl": r.impl})
     classes: dict[Axis, dict] = {}
     for a in C.size:
         d, second = divisors[a]
