@@ -5,7 +5,7 @@
 PY ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
-PYTEST_ARGS ?= -m "not slow"
+PYTEST_ARGS ?= -m "not slow" -n 2
 
 $(BIN)/pvcert: pyproject.toml
 	$(PY) -m venv $(VENV)
