@@ -1212,11 +1212,11 @@ class Replay:
         p, o = ins.parts, ins.operands
         if p[1] in ("load", "store"):
             mem = o[1] if p[1] == "load" else o[0]
-            addrs = {self.address(t, mem, ins, "shared") for t in group}
+            addrs = {(a, a.alloc, a.space): a for a in (self.address(t, mem, ins, "shared") for t in group)}
             strides = {self.ival(t, o[2], ins, "u32") for t in group}
             if len(addrs) != 1 or len(strides) != 1:
-                raise self.err(group[0], ins, "wmma lanes disagree on address or stride")
-            base, stride, col = addrs.pop(), strides.pop(), "col" in p
+                raise self.err(group[0], ins, "wmma lanes disagree on address (or allocation) or stride")
+            base, stride, col = addrs.popitem()[1], strides.pop(), "col" in p
 
             def at(e: int, size: int) -> Ptr:
                 i, j = divmod(e, 16)

@@ -826,11 +826,11 @@ class CTA:
         kind = parts[1]
         if kind in ("load", "store"):
             mem, stride_o = (ins.operands[1], ins.operands[2]) if kind == "load" else (ins.operands[0], ins.operands[2])
-            addrs = {self.address(t, mem, ins, "shared") for t in group}
+            addrs = {(a, a.alloc, a.space): a for a in (self.address(t, mem, ins, "shared") for t in group)}
             strides = {self.ival(t, stride_o, ins, "u32") for t in group}
             if len(addrs) != 1 or len(strides) != 1:
-                raise self._err(group[0], ins, "wmma lanes disagree on address or stride")
-            base, stride = addrs.pop(), strides.pop()
+                raise self._err(group[0], ins, "wmma lanes disagree on address (or allocation) or stride")
+            base, stride = addrs.popitem()[1], strides.pop()
             col = "col" in parts
             frag = ins.operands[0].items if kind == "load" else ins.operands[1].items
             if kind == "load":
