@@ -7,6 +7,7 @@ then every output element is decided symbolically by the checker core.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -69,17 +70,25 @@ def prepare(case: Case, limits: Limits) -> Result:
     return Result(case, spec, impl, rin, rout)
 
 
-def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0) -> tuple[dict, dict]:
+def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0,
+                   spread: bool = False) -> tuple[dict, dict]:
     """Values of every spec and impl tensor on random inputs that satisfy the input relation
-    (float inputs drawn in their sampling range, default [-1, 1], times ``scale``).
+    (float inputs drawn in their sampling range, default [-1, 1], times ``scale``; ``spread``: the n free elements
+    of an integer input whose range has n values or more fall one in each n-th of it, in random order, so that no
+    run has every token id in one shard's rows, where a rank's partial lookup equals the whole).
 
     Raises ``ImplFailed`` if the impl fails on them (e.g. an index out of range).
     """
-    rng = random.Random(seed)
+    rng, strata = random.Random(seed), {}
 
     def fresh(label: str, t: Tensor):
         if t.is_int:
             lo, hi = t.range or (0, 2)
+            n = math.prod(t.shape)
+            if spread and hi - lo >= n > 1:
+                ks = strata.setdefault(label.split("[")[0], rng.sample(range(n), n))
+                k = ks.pop()
+                return rng.randrange(lo + (hi - lo) * k // n, lo + (hi - lo) * (k + 1) // n)
             return rng.randrange(lo, hi)
         return rng.uniform(*(t.range or (-1.0, 1.0))) * scale   # a float range only guides sampling
 

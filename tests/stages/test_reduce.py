@@ -126,3 +126,28 @@ def test_reshape_groups_reduce_the_outer_axis_in_blocks():
     div = _solved(case)[1]
     assert [div[a][0] for a in (("spec", "X", 0), ("spec", "X", 1), ("spec", "Y", 0))] == [2, 1, 2]
     assert verify_staged(case).verified
+
+
+def _lookup_case(tokens: int, vocab: int) -> Case:
+    gs = []
+    for name in ("spec", "impl"):
+        g = GraphBuilder(name, 1)
+        g.input("E", [vocab, 2], "parameter")
+        g.input("ids", [tokens], "index", dtype="int64", range=(0, vocab))
+        g.node("aten.embedding.default", ["E", "ids"], "out")
+        g.output("out")
+        gs.append(g.build())
+    return Case("lookup", *gs, {"E": ["E"], "ids": ["ids"]}, {"out": ["out"]})
+
+
+@pytest.mark.parametrize("tokens", [2, 4, 7])
+def test_the_second_run_spreads_token_ids_over_their_range(tokens):
+    """Inference's second run (``spread``): one id in each n-th of the vocabulary, so no run has every id in one
+    rank's shard (where that rank's partial lookup equals the whole lookup by value)."""
+    r = direct.prepare(_lookup_case(tokens, 1000), Limits())
+    for seed in range(20):
+        ids = direct.numeric_values(r, seed, Limits(), spread=True)[1]["ids"]
+        assert sorted(int(i) * tokens // 1000 for i in ids) == list(range(tokens))
+    if tokens == 2:   # the control: two random ids share a half of the vocabulary in some of 20 runs
+        plain = [direct.numeric_values(r, s, Limits())[1]["ids"] for s in range(20)]
+        assert any(len({int(i) * 2 // 1000 for i in ids}) == 1 for ids in plain)

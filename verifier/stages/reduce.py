@@ -62,25 +62,30 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
 def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls: dict[Axis, Axis],
               graphs: dict[str, Any]) -> dict[Axis, tuple[int, int]]:
     """``divisors`` with a smaller divisor (a divisor of the checker's) for a class whose reduced sizes another class
-    already has, where one keeps them apart: inference by value at reduced sizes then cannot relate two axes that
-    only happen to have one size (a sequence and a head count both 2), a relation that would not lift. Classes with
-    an axis of an integer or boolean tensor come first (their elements are decided case by case: a mask grows
-    with the square of a sequence), then the smaller."""
+    with an axis in one of its tensors already has, where one keeps them apart: inference by value at reduced sizes
+    then cannot relate two axes of a tensor that only happen to have one size (a sequence and a head count both 2),
+    a relation that would not lift. Classes with an axis of an integer or boolean tensor come first (their elements
+    are decided case by case: a mask grows with the square of a sequence), then the smaller."""
     members: dict[Axis, list[Axis]] = {}
+    tensors: dict[tuple, set[Axis]] = {}   # (side, tensor) -> the classes of its axes
     for a in C.size:
         if a[0] != "term":
             members.setdefault(cls[a], []).append(a)
-    used = {C.size[a] for root, ms in members.items() if divisors[root][0] == 1 for a in ms}
+            tensors.setdefault(a[:2], set()).add(cls[a])
+    near = {root: set().union(*(tensors[a[:2]] for a in ms)) for root, ms in members.items()}
+    size = {root: {C.size[a] // divisors[root][0] for a in ms} for root, ms in members.items()}
     picks = {}
+
     def order(kv: tuple[Axis, list[Axis]]) -> tuple[bool, int]:
         return not any(graphs[a[0]].tensors[a[1]].is_int for a in kv[1]), min(C.size[a] for a in kv[1])
     for root, ms in sorted(members.items(), key=order):
         d, second = divisors[root]
         if d == 1:
             continue
+        used = set().union(*(size[c] for c in near[root] - {root} if c in picks or divisors[c][0] == 1))
         ks = [k for k in range(d, 1, -1) if d % k == 0]
         pick = next((k for k in ks if not {C.size[a] // k for a in ms} & used), d)
-        used |= {C.size[a] // pick for a in ms}
+        size[root] = {C.size[a] // pick for a in ms}
         below = [k for k in ks if k < pick]
         picks[root] = (pick, second if pick == d or not second else below[0] if below else 0)
     return {a: picks.get(cls[a], divisors[a]) for a in C.size}

@@ -276,7 +276,7 @@ def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress
     t1 = time.monotonic()
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None
     try:
-        values = direct.numeric_values(direct.prepare(work, limits), seed + 1, limits)
+        values = direct.numeric_values(direct.prepare(work, limits), seed + 1, limits, spread=True)
         deferred = functools.partial(_Deferred, values=values)
         res = StagedResult(case, red, infer(work, seed, limits, step, chain=deferred))
     except direct.ImplFailed:  # the sequential engine reports it
