@@ -151,3 +151,22 @@ def test_the_second_run_spreads_token_ids_over_their_range(tokens):
     if tokens == 2:   # the control: two random ids share a half of the vocabulary in some of 20 runs
         plain = [direct.numeric_values(r, s, Limits())[1]["ids"] for s in range(20)]
         assert any(len({int(i) * 2 // 1000 for i in ids}) == 1 for ids in plain)
+
+
+def _square_case() -> Case:
+    gs = []
+    for name in ("spec", "impl"):
+        g = GraphBuilder(name, 1)
+        g.input("X", [8, 8], "activation")
+        g.node("aten.add.Tensor", ["X", "X"], "Y")
+        g.output("Y")
+        gs.append(g.build())
+    return Case("square", *gs, {"X": ["X"]}, {"Y": ["Y"]})
+
+
+def test_two_axes_of_a_tensor_are_reduced_apart_where_that_fits():
+    """Rows and columns both 2 would let inference take one for the other: one is halved once only, unless that
+    puts a tensor over the element limit (then the checker's divisors, both 2)."""
+    shapes_of = lambda red: sorted(red.sizes[("spec", "X", k)][1] for k in range(2))
+    assert shapes_of(reduce_case(_square_case())) == [2, 4]
+    assert shapes_of(reduce_case(_square_case(), Limits(max_elements=4))) == [2, 2]

@@ -119,8 +119,12 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) ->
     C = shapes.constraints(r.spec, r.impl, rels)
     kept = {a: why for a, why in C.pins.items() if not (relax and why.endswith(MIXED))}
     relaxed, C.pins = len(kept) < len(C.pins), kept
-    cls = C.divisor_classes()
-    divisors = _distinct(C, shapes.solve(C), cls, {"spec": r.spec, "impl": r.impl})
+    cls, plain = C.divisor_classes(), shapes.solve(C)
+    for divisors in (_distinct(C, plain, cls, {"spec": r.spec, "impl": r.impl}), plain):   # apart where they fit
+        rspec, rimpl, rrels = shapes.reduce(r.spec, r.impl, rels, C, {a: d[0] for a, d in divisors.items()},
+                                            f"{case.name}: reduction", UNBOUNDED)
+        if all(math.prod(v.shape) <= limits.max_elements for g in (rspec, rimpl) for v in g.tensors.values()):
+            break
     classes: dict[Axis, dict] = {}
     for a in C.size:
         d, second = divisors[a]
@@ -135,8 +139,6 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) ->
                                       if c["divisor"] > 1 else "kept: no divisor divides its sizes and offsets "
                                                                "(in blocks) leaving every member 2 blocks")
     listed = [c for c in classes.values() if c["divisor"] > 1 and c["axes"]]
-    rspec, rimpl, rrels = shapes.reduce(r.spec, r.impl, rels, C, {a: d[0] for a, d in divisors.items()},
-                                        f"{case.name}: reduction", UNBOUNDED)
     _fits(case, (rspec, rimpl), {a: (d[0], classes[cls[a]]["reason"]) for a, d in divisors.items()}, limits)
     reduced = Case(case.name, _json(case.spec, rspec), _json(case.impl, rimpl),
                    {t: [str(e) for e in es] for t, es in rrels["input"].items()},
