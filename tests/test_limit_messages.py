@@ -82,6 +82,7 @@ def test_cli_limits_name_the_operator_by_engine(tmp_path):
     r = run_pvcert("verify", _sum_case(tmp_path, 300_000, divided=True), "--staged")   # reduced: [2, 300000]
     assert r.returncode == LIMIT, r.stdout + r.stderr
     assert "spec tensor 'X' is still [2, 300000]" in r.stderr and "its size enters the mean" in r.stderr, r.stderr
+    assert "with the mixed axes reduced too it was not verified: expectation Y = y@r0 not met" in r.stderr
     case = _sum_case(tmp_path, 4_000_000, divided=True)   # 16 M elements
     r = run_pvcert("verify", case)   # reduced first, as --staged does: still too large
     assert r.returncode == LIMIT and "'X' is still [2, 4000000]" in r.stderr, r.stdout + r.stderr

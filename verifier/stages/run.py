@@ -30,7 +30,7 @@ import numpy as np
 
 from certificates import terms
 from certificates.chain import Chain, key, obligation
-from certificates.errors import CheckError, Unsupported, fail_if
+from certificates.errors import CheckError, LimitExceeded, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
@@ -264,7 +264,11 @@ def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce
     limits = limits or Limits()
     res = _attempt(case, jobs, executor, reduce, progress, limits, seed, True)
     if not res.verified and res.reduction and res.reduction.relaxed:
-        res = _attempt(case, jobs, executor, reduce, progress, limits, seed, False)
+        first = res.failure or res.inference.failure and res.inference.failure.message
+        try:
+            res = _attempt(case, jobs, executor, reduce, progress, limits, seed, False)
+        except LimitExceeded as e:
+            raise LimitExceeded(f"{e}; with the mixed axes reduced too it was not verified: {first}") from None
     return res
 
 
