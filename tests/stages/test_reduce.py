@@ -170,3 +170,20 @@ def test_two_axes_of_a_tensor_are_reduced_apart_where_that_fits():
     shapes_of = lambda red: sorted(red.sizes[("spec", "X", k)][1] for k in range(2))
     assert shapes_of(reduce_case(_square_case())) == [2, 4]
     assert shapes_of(reduce_case(_square_case(), Limits(max_elements=4))) == [2, 2]
+
+
+def test_classes_of_different_tensors_share_a_size_unless_kept_apart_everywhere():
+    """Two vectors of 8, unrelated: 2 each (no tensor holds both axes), or 2 and 4 when kept apart everywhere (the
+    second attempt of ``verify_staged``)."""
+    gs = []
+    for name in ("spec", "impl"):
+        g = GraphBuilder(name, 1)
+        g.input("X", [8], "activation")
+        g.input("Z", [8], "activation")
+        g.node("aten.neg.default", ["X"], "Y")
+        g.node("aten.neg.default", ["Z"], "W")
+        g.output("Y", "W")
+        gs.append(g.build())
+    case = Case("two", *gs, {"X": ["X"], "Z": ["Z"]}, {"Y": ["Y"], "W": ["W"]})
+    sizes = lambda red: sorted(red.sizes[("spec", t, 0)][1] for t in ("X", "Z"))
+    assert sizes(reduce_case(case)) == [2, 2] and sizes(reduce_case(case, everywhere=True)) == [2, 4]

@@ -60,11 +60,11 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
 
 
 def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls: dict[Axis, Axis],
-              graphs: dict[str, Any]) -> dict[Axis, tuple[int, int]]:
+              graphs: dict[str, Any], everywhere: bool = False) -> dict[Axis, tuple[int, int]]:
     """``divisors`` with a smaller divisor (a divisor of the checker's) for a class whose reduced sizes another class
     with an axis in one of its tensors already has, where one keeps them apart: inference by value at reduced sizes
     then cannot relate two axes of a tensor that only happen to have one size (a sequence and a head count both 2),
-    a relation that would not lift. Classes with an axis of an integer or boolean input keep their sizes and come
+    a relation that would not lift (``everywhere``: apart from every class). Classes with an axis of an integer or boolean input keep their sizes and come
     first (its elements are decided case by case: a mask's cases grow with the square of a sequence), then the
     smaller."""
     members: dict[Axis, list[Axis]] = {}
@@ -73,7 +73,8 @@ def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls:
         if a[0] != "term":
             members.setdefault(cls[a], []).append(a)
             tensors.setdefault(a[:2], set()).add(cls[a])
-    near = {root: set().union(*(tensors[a[:2]] for a in ms)) for root, ms in members.items()}
+    near = {root: set(members) if everywhere else set().union(*(tensors[a[:2]] for a in ms))
+            for root, ms in members.items()}
     size = {root: {C.size[a] // divisors[root][0] for a in ms} for root, ms in members.items()}
     picks = {}
 
@@ -107,9 +108,10 @@ def _json(obj: dict, g) -> dict:
     return out
 
 
-def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) -> Reduction:
+def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True, everywhere: bool = False) -> Reduction:
     """The case reduced for inference (by value: each stage is then reduced on its own, by the checker), with its
-    classes for reports and the axis size map; ``relax``: mixed axes reduced too (``MIXED``)."""
+    classes for reports and the axis size map; ``relax``: mixed axes reduced too (``MIXED``); ``everywhere``: reduced
+    sizes kept apart between all classes, not only those that share a tensor (``_distinct``)."""
     limits = limits or Limits()
     r = direct.prepare(case, UNBOUNDED)   # shapes only: the reduced case must fit ``limits`` (``_fits``)
     rels = {"input": r.inputs, "output": r.expect}
@@ -121,7 +123,7 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True) ->
     kept = {a: why for a, why in C.pins.items() if not (relax and why.endswith(MIXED))}
     relaxed, C.pins = len(kept) < len(C.pins), kept
     cls, plain = C.divisor_classes(), shapes.solve(C)
-    for divisors in (_distinct(C, plain, cls, {"spec": r.spec, "impl": r.impl}), plain):   # apart where they fit
+    for divisors in (_distinct(C, plain, cls, {"spec": r.spec, "impl": r.impl}, everywhere), plain):   # where they fit
         rspec, rimpl, rrels = shapes.reduce(r.spec, r.impl, rels, C, {a: d[0] for a, d in divisors.items()},
                                             f"{case.name}: reduction", UNBOUNDED)
         if all(math.prod(v.shape) <= limits.max_elements for g in (rspec, rimpl) for v in g.tensors.values()):

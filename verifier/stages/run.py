@@ -265,9 +265,12 @@ def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, p
 def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce: bool = True,
                   progress: Progress | None = None, limits: Limits | None = None, seed: int = 0) -> StagedResult:
     """Verify ``case`` stage by stage at reduced shapes; see the module docstring. Inference runs first with the
-    mixed axes reduced too (``reduce.MIXED``), and again without if that does not verify."""
+    mixed axes reduced too (``reduce.MIXED``), then with the reduced sizes apart between all classes, and without
+    the mixed axes reduced if neither verifies."""
     limits = limits or Limits()
     res = _attempt(case, jobs, executor, reduce, progress, limits, seed, True)
+    if not res.verified and res.reduction and res.reduction.relaxed:   # sizes apart between all classes, not only
+        res = _attempt(case, jobs, executor, reduce, progress, limits, seed, True, True)   # those sharing a tensor
     if not res.verified and res.reduction and res.reduction.relaxed:
         first = res.failure or res.inference.failure and res.inference.failure.message
         try:
@@ -278,9 +281,9 @@ def verify_staged(case: Case, jobs: int = 1, executor: str | None = None, reduce
 
 
 def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress: Progress | None, limits: Limits,
-             seed: int, relax: bool) -> StagedResult:
+             seed: int, relax: bool, everywhere: bool = False) -> StagedResult:
     t0 = time.monotonic()
-    red = reduce_case(case, limits, relax) if reduce else None
+    red = reduce_case(case, limits, relax, everywhere) if reduce else None
     work = red.case if red else case
     t1 = time.monotonic()
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None
