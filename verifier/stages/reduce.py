@@ -62,11 +62,11 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
 def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls: dict[Axis, Axis],
               graphs: dict[str, Any], everywhere: bool = False) -> dict[Axis, tuple[int, int]]:
     """``divisors`` with a smaller divisor (a divisor of the checker's) for a class whose reduced sizes another class
-    with an axis in one of its tensors already has, where one keeps them apart: inference by value at reduced sizes
-    then cannot relate two axes of a tensor that only happen to have one size (a sequence and a head count both 2),
-    a relation that would not lift (``everywhere``: apart from every class). Classes with an axis of an integer or boolean input keep their sizes and come
-    first (its elements are decided case by case: a mask's cases grow with the square of a sequence), then the
-    smaller."""
+    with an axis in one of its tensors (``everywhere``: any class) already has, where one keeps them apart: inference
+    by value at reduced sizes then cannot relate two axes that only happen to have one size (a sequence and a head
+    count both 2), a relation that would not lift. Classes with an axis of an integer or boolean input keep their
+    sizes and come first (its elements are decided case by case: a mask's cases grow with the square of a sequence),
+    then the smaller. A moved class has no second divisor (reported only: the checker derives its own)."""
     members: dict[Axis, list[Axis]] = {}
     tensors: dict[tuple, set[Axis]] = {}   # (side, tensor) -> the classes of its axes
     for a in C.size:
@@ -76,20 +76,18 @@ def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls:
     near = {root: set(members) if everywhere else set().union(*(tensors[a[:2]] for a in ms))
             for root, ms in members.items()}
     size = {root: {C.size[a] // divisors[root][0] for a in ms} for root, ms in members.items()}
+    ints = {root: any(graphs[a[0]].tensors[a[1]].is_int and a[1] in graphs[a[0]].inputs for a in ms)
+            for root, ms in members.items()}
     picks = {}
-
-    def ints(ms: list[Axis]) -> bool:
-        return any(graphs[a[0]].tensors[a[1]].is_int and a[1] in graphs[a[0]].inputs for a in ms)
-    for root, ms in sorted(members.items(), key=lambda kv: (not ints(kv[1]), min(C.size[a] for a in kv[1]))):
+    for root, ms in sorted(members.items(), key=lambda kv: (not ints[kv[0]], min(C.size[a] for a in kv[1]))):
         d, second = divisors[root]
         if d == 1:
             continue
         used = set().union(*(size[c] for c in near[root] - {root} if c in picks or divisors[c][0] == 1))
-        ks = [k for k in range(d, 1, -1) if d % k == 0 and (k == d or not ints(ms))]
+        ks = [d] if ints[root] else [k for k in range(d, 1, -1) if d % k == 0]
         pick = next((k for k in ks if not {C.size[a] // k for a in ms} & used), d)
         size[root] = {C.size[a] // pick for a in ms}
-        below = [k for k in ks if k < pick]
-        picks[root] = (pick, second if pick == d or not second else below[0] if below else 0)
+        picks[root] = (pick, second if pick == d else 0)
     return {a: picks.get(cls[a], divisors[a]) for a in C.size}
 
 
