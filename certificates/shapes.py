@@ -4,6 +4,7 @@ keeping their side conditions, ``reduce`` rewrites it (docs/stages.md, "What the
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from . import terms
 from .errors import Malformed
@@ -174,9 +175,10 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
     return C
 
 
-def solve(C: Constraints) -> dict[Axis, tuple[int, int]]:
-    """Per axis, its class's divisor and second one (0: none): 1 if pinned, else the largest divisor of the gcd of its
-    sizes and constants in blocks leaving each member 2 blocks; a summed class needs the next one too, else 1."""
+def solve(C: Constraints) -> dict[Axis, tuple[int, int | Fraction]]:
+    """Per axis, its class's divisor and second one (0: none): 1 if pinned, else the largest divisor d of the gcd g of
+    its sizes and constants in blocks leaving each member 2 blocks (scale g / d); a summed class is also checked at
+    scale g / d + 1 (divisor g / (g / d + 1), exact on every member) if that is below full size, else kept at 1."""
     cls, members, units = C.divisor_classes(), {}, {}
     for a in C.size:
         members.setdefault(cls[a], []).append(a)
@@ -190,7 +192,8 @@ def solve(C: Constraints) -> dict[Axis, tuple[int, int]]:
             continue
         g, cap = math.gcd(*[n // k for n, k in units[root]]), min(C.size[m] // (2 * C.blocks(m)) for m in ms)
         ds = [k for k in range(min(g, cap), 0, -1) if g % k == 0] or [1]
-        out[root] = (ds[0], 0) if not summed & set(ms) else (ds[0], ds[1]) if len(ds) > 2 else (1, 0)
+        out[root] = (ds[0], 0) if not summed & set(ms) else (ds[0], Fraction(g, g // ds[0] + 1)) if 1 < ds[0] and \
+            g // ds[0] + 1 < g else (1, 0)
     return {a: out[r] for a, r in cls.items()}
 
 

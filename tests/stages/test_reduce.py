@@ -2,6 +2,7 @@
 whole case for inference (verifier/stages/reduce.py)."""
 
 import dataclasses
+from fractions import Fraction
 
 import pytest
 
@@ -34,7 +35,9 @@ def test_tp_mlp_reduces_every_axis_and_its_summed_ones_at_two_divisors():
     second = {(a[0], a[1], a[2]): c.get("second") for c in red.classes for a in c["axes"]}
     assert got[("spec", "X", 0)] == (4, 2) and got[("spec", "W2", 0)] == (8, 2)  # tokens, output features
     assert got[("impl", "w2@r0", 0)] == (8, 2) and second[("spec", "X", 0)] is None
-    assert got[("spec", "W1", 0)] == (16, 4) and second[("spec", "W1", 0)] == 2  # contracted: summed
+    # contracted: summed, checked again one scale up (3 blocks of 2 where the gcd 8 leaves 2): 6 of 16, 3 per shard
+    assert got[("spec", "W1", 0)] == (16, 4) and second[("spec", "W1", 0)] == Fraction(8, 3)
+    assert 16 // second[("spec", "W1", 0)] == 6 and 8 // second[("spec", "W1", 0)] == 3
     # the input features (8) would reduce to 2 as the tokens do: halved once instead, so that inference by value
     # cannot take one axis for the other (``_distinct``); a summed class, it has no second divisor then
     assert got[("spec", "X", 1)] == (8, 4) and second[("spec", "X", 1)] is None
