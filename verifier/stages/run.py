@@ -10,16 +10,17 @@
    representative, is proved.
 4. Representatives are discharged in-process (``jobs=1``), in a local process pool, or on
    a Dask cluster (``executor="dask://HOST:PORT"``).
-5. If a proof fails, the engine's sequential inference (which proves as it goes and drops
-   candidates that fail) runs instead, reusing every verdict already found (by key), and
-   reports the bug as usual; its stages are then planned and discharged the same way.
+5. If a stage fails, inference runs again without the equations that failed (``REINFER``
+   rounds) and only stages with new keys are proved. If that does not verify, the engine's
+   sequential inference (which proves as it goes, on the reduced case, and drops candidates
+   that fail) runs instead and reports the bug as usual; its stages are then planned and
+   discharged the same way (verdicts already found are reused by the checker's key).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -29,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from certificates import terms
-from certificates.chain import Chain, key, obligation
+from certificates.chain import Chain
 from certificates.errors import CheckError, LimitExceeded, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
@@ -45,17 +46,19 @@ from ..refine import Inference, infer
 from .reduce import Reduction, lift, reduce_case
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+REINFER = 8   # rounds of inference without the equations that failed their stage, before the sequential engine
 
 
 class _Deferred(Chain):
     """A chain that keeps a candidate if it also matches on a second random run and, found on shape-reduced graphs
     (``red``), keeps to their reduction at full size (``reduce.lift``: at reduced sizes two axes may have one size,
-    and a candidate that swaps them matches by value there); proofs come later."""
+    and a candidate that swaps them matches by value there), and is not ``banned`` (its full-size equation failed
+    its stage before); proofs come later."""
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits, values: tuple[dict, dict],
-                 red: Reduction | None = None) -> None:
+                 red: Reduction | None = None, banned: frozenset[tuple[str, str]] = frozenset()) -> None:
         super().__init__(spec, impl, limits)
-        self.values, self.red = values, red
+        self.values, self.red, self.banned = values, red, banned
 
     def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
         s_vals, i_vals = self.values
@@ -65,25 +68,11 @@ class _Deferred(Chain):
                 got = np.asarray(terms.evaluate(e, i_vals.__getitem__), dtype=float)
                 same = got.shape == s_vals[s].shape and np.allclose(got, np.asarray(s_vals[s], dtype=float),
                                                                     rtol=1e-6, atol=1e-9, equal_nan=True)
-                keeps = not same or self.red is None or lift(self.red, {s: [e]}, self.spec, self.impl)[s]
-                outs.append(Outcome(s, str(e), failure="differs on a second random run" if not same else None
-                                    if keeps else "does not keep to the shape reduction at full size"))
+                full = lift(self.red, {s: [e]}, self.spec, self.impl)[s] if same and self.red else [e]
+                outs.append(Outcome(s, str(e), failure="differs on a second random run" if not same else
+                                    "does not keep to the shape reduction at full size" if not full else
+                                    "failed its stage at full size" if (s, str(full[0])) in self.banned else None))
         return outs
-
-
-class _Reusing(Chain):
-    """The sequential chain, reusing the verdicts of stages already proved in parallel (by key)."""
-
-    def __init__(self, spec: Graph, impl: Graph, limits: Limits, proved: dict[str, list[tuple]]) -> None:
-        super().__init__(spec, impl, limits)
-        self.proved = proved
-
-    def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
-        ls, li, rin, rout = obligation(self.spec, self.impl, rel, node, outputs, self.ranges)
-        outs = self.proved.get(hashlib.sha256(key(ls, li, rin, rout).encode()).hexdigest())
-        if outs and all(o[4] is None for o in outs):
-            return [Outcome(t, str(e), *o[2:]) for (t, e), o in zip(_pairs(outputs), outs)]
-        return super().prove(rel, node, outputs)
 
 
 @dataclass
@@ -106,6 +95,7 @@ class StagedResult:
     proved: dict[str, list[tuple]] = field(default_factory=dict)  # verdicts by stage key
     relation: dict = field(default_factory=dict)  # the relation found, at full size (the certificate's)
     claimed: dict = field(default_factory=dict)   # the claim's output relation
+    failed: set = field(default_factory=set)      # (spec tensor, term) of the relation's equations that failed
 
     @property
     def verified(self) -> bool:
@@ -239,6 +229,14 @@ def _pairs(rel: Relation) -> list[tuple[str, terms.Term]]:
     return [(t, e) for t, es in rel.items() for e in es]
 
 
+def _goal(S: Staged, op: str | None) -> list[tuple[str, terms.Term]]:
+    """The full-size equations a stage proves, in the order of its outcomes (``certificates.stages.stage``)."""
+    if op is None:
+        return _pairs(S.rels["output"])
+    rel = {**S.rels["input"], **S.rels["evidence"]}
+    return _pairs({t: rel[t] for t in S.spec.nodes[S.spec.position[op]].outputs if t in rel})
+
+
 def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, progress: Progress | None) -> bool:
     """Plan the stages of ``res.inference`` and prove each class once; True if every stage holds."""
     lim = {f.name: getattr(limits, f.name) for f in dataclasses.fields(limits) if f.name != "start"}
@@ -257,6 +255,8 @@ def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, p
         st.outcomes = [Outcome(*o) for o in res.proved[st.key]]
     bad = next(((st, o) for st in res.stages for o in st.outcomes if not o.holds), None)
     res.failure = bad and f"stage {bad[0].op or 'expectations'}: {bad[1].spec} = {bad[1].expr}: {bad[1].failure}"
+    res.failed = {(t, str(e)) for (t, e), o in zip(_goal(_staged(work), bad[0].op), bad[0].outcomes)
+                  if not o.holds and t in res.relation} if bad else set()   # the first: the others may follow from it
     if not bad and any(o.assumed for st in res.stages for o in st.outcomes):   # as the checker's replay
         res.failure = spec_defined(_staged(work).spec, limits)
     return res.failure is None
@@ -293,12 +293,20 @@ def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress
         deferred = functools.partial(_Deferred, values=values, red=red)
         res = StagedResult(case, red, infer(work, seed, limits, step, chain=deferred))
     except direct.ImplFailed:  # the sequential engine reports it
+        values = None
         res = StagedResult(case, red, infer(work, seed, limits, step))
     t2 = time.monotonic()
-    ok = res.inference.verified and _prove(res, jobs, executor, limits, progress)
+    ok, banned = res.inference.verified and _prove(res, jobs, executor, limits, progress), frozenset()
+    for _ in range(REINFER if values else 0):   # infer again without the equations that failed their stage
+        if ok or not res.inference.verified or not res.failed - banned:
+            break
+        banned |= res.failed
+        chain = functools.partial(_Deferred, values=values, red=red, banned=banned)
+        res.inference, res.failure, res.stages = infer(work, seed, limits, step, chain=chain), None, []
+        ok = res.inference.verified and _prove(res, jobs, executor, limits, progress)
     if not ok:  # the sequential engine proves as it goes: it drops failing candidates or reports the bug
         res.fallback, res.failure, res.stages = True, None, []
-        res.inference = infer(work, seed, limits, step, chain=functools.partial(_Reusing, proved=res.proved))
+        res.inference = infer(work, seed, limits, step)
         if res.inference.verified:
             _prove(res, jobs, executor, limits, progress)
     t3 = time.monotonic()
