@@ -121,3 +121,26 @@ def test_verify_reduces_a_case_too_large_to_decide_element_by_element(tmp_path):
     r = run_pvcert("replay", str(cert))
     assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout, r.stdout
     assert "stage by stage at reduced shapes" in r.stdout, r.stdout
+
+
+
+def test_verify_says_why_a_case_too_large_is_not_reduced(tmp_path):
+    """A case too large to decide element by element, with an operator staged claims do not trust (``aten.abs``, of
+    the ATen family): the first line says the graphs are not reduced and why, before the full-size run."""
+    s, g = GraphBuilder("abs"), GraphBuilder("abs_tp", 2)
+    s.input("X", [300_000, 2], "activation")
+    s.node("aten.abs.default", ["X"], "Y")
+    s.output("Y")
+    for r in range(2):
+        g.input(f"x@r{r}", [150_000, 2], "activation", rank=r)
+        g.node("aten.abs.default", [f"x@r{r}"], f"y@r{r}", rank=r)
+        g.output(f"y@r{r}")
+    (tmp_path / "spec.json").write_text(json.dumps(s.obj))
+    (tmp_path / "impl.json").write_text(json.dumps(g.obj))
+    (tmp_path / "case.json").write_text(json.dumps({
+        "format": "pvcert-case", "version": 1, "name": "bigabs", "spec": "spec.json", "impl": "impl.json",
+        "input_relation": {"X": ["concat(x@r0, x@r1, dim=0)"]}, "expect": {"Y": ["concat(y@r0, y@r1, dim=0)"]}}))
+    r = run_pvcert("verify", str(tmp_path / "case.json"), "--timeout", "120")
+    assert "bigabs: a tensor has more than 200000 elements, and the graphs are not reduced: " in r.stdout and \
+        "aten.abs.default: not an operator this kind of claim trusts" in r.stdout, r.stdout + r.stderr
+    assert "verifying on the shape-reduced graphs" not in r.stdout

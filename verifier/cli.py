@@ -58,10 +58,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     try:
         if args.staged:
             return _verify_staged(case, args, limits)
-        if _reduce_first(case, limits):
-            print(f"{case.name}: a tensor has more than {limits.max_elements} elements: verifying on the "
-                  "shape-reduced graphs, as --staged does (docs/stages.md)")
-            return _verify_staged(case, args, limits)
+        if not case.approximations and _over(case, limits):
+            if not (why := _untrusted_by_staged(case)):
+                print(f"{case.name}: a tensor has more than {limits.max_elements} elements: verifying on the "
+                      "shape-reduced graphs, as --staged does (docs/stages.md)")
+                return _verify_staged(case, args, limits)
+            print(f"{case.name}: a tensor has more than {limits.max_elements} elements, and the graphs are not "
+                  f"reduced: {why}")
         return _verify_per_operator(case, args, limits)
     except LimitExceeded as e:
         if not _over(case, limits):
@@ -73,12 +76,6 @@ def _over(case, limits: Limits) -> bool:
     """Whether a tensor of the case has more elements than can be decided element by element."""
     return any(math.prod(t["shape"]) > limits.max_elements for g in (case.spec, case.impl)
                for t in g["tensors"].values())
-
-
-def _reduce_first(case, limits: Limits) -> bool:
-    """Whether the case is too large to decide element by element and a staged claim could hold it: no
-    approximations, operators of the families staged claims trust (docs/architecture.md)."""
-    return not case.approximations and _over(case, limits) and not _untrusted_by_staged(case)
 
 
 FULL_ELEMENTS = 1 << 27   # the largest tensor run at full size (1 GiB of float64)
