@@ -10,7 +10,7 @@ from typing import Any
 from certificates import FORMAT, VERSION
 from certificates.errors import CheckError, Rejected
 from certificates.graph import Graph
-from certificates.limits import canonical_bytes
+from certificates.limits import Limits, canonical_bytes
 from certificates.refinement import Relation
 from certificates.replay import ClaimResult, replay
 
@@ -83,16 +83,17 @@ def per_operator_certificate(inf: Inference) -> dict[str, Any]:
         "obligations": inf.obligations, "reused": inf.reused}, inf.relation)
 
 
-def write(cert: dict[str, Any], path: str) -> None:
+def write(cert: dict[str, Any], path: str, limits: Limits | None = None) -> None:
     """Write ``cert`` to ``path`` only if the checker accepts it: it is replayed from a temporary
-    file beside ``path`` first; a certificate the checker refuses raises ``Rejected`` and is not written."""
+    file beside ``path`` first (within ``limits``, the replay's own by default); a certificate the checker
+    refuses raises ``Rejected`` and is not written."""
     tmp = f"{path}.unchecked"
     with open(tmp, "w") as f:
         json.dump(cert, f, indent=1)
         f.write("\n")
     try:
         try:
-            bad = [r for r in replay(tmp) if not r.ok]
+            bad = [r for r in replay(tmp, limits) if not r.ok]
         except CheckError as e:
             bad = [ClaimResult("-", "-", False, str(e).replace(tmp, path))]
         if bad:

@@ -349,13 +349,13 @@ def _write_report(path: str, text: str) -> None:
 
 def _write_cert(args: argparse.Namespace, cert: dict) -> None:
     """Add the run's provenance to ``cert``, write it where ``--emit-cert`` says (the checker replays it
-    first, ``certificate.write``) and record it."""
+    first, ``certificate.write``, within the run's ``--timeout``) and record it."""
     from . import certificate
     from .provenance import provenance
 
     t0 = time.monotonic()
     cert["header"]["provenance"] = args.record.provenance = provenance(args.sources)
-    certificate.write(cert, args.emit_cert)
+    certificate.write(cert, args.emit_cert, Limits(seconds=getattr(args, "timeout", Limits.seconds)))
     args.record.timing["certificate_s"] = time.monotonic() - t0
     args.record.certificate, args.record.certificate_path = cert, args.emit_cert
     print(f"certificate written to {args.emit_cert}")
@@ -494,7 +494,7 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--impl", metavar="RANK.pt2", nargs="+", help="one saved program per rank, in rank order")
     v.add_argument("--relation", metavar="REL.json", help="with --spec/--impl: relations and collective "
                    "groups (docs/cases.md)")
-    v.add_argument("--emit-cert", metavar="FILE", help="write the certificate here")
+    v.add_argument("--emit-cert", metavar="FILE", help="write the certificate here (replayed first, within --timeout)")
     v.add_argument("--engine", choices=("per-operator", "whole-graph"), default="per-operator",
                    help="per-operator inference of clean relations (default), or one whole-graph obligation")
     v.add_argument("--report-dot", metavar="FILE", help="on failure, write the explored impl subgraph (Graphviz "

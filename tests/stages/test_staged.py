@@ -161,3 +161,17 @@ def test_cli_staged_verify_and_replay(tmp_path):
     assert r.returncode == 0 and "VERIFIED" in r.stdout and "stages in" in r.stdout, r.stdout + r.stderr
     r = run_pvcert("replay", str(cert))
     assert r.returncode == 0 and "staged-refinement" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_certificate_is_written_only_if_replayed_within_the_given_limit(tmp_path):
+    """``pvcert verify --emit-cert`` replays the certificate before writing it, within the run's ``--timeout``
+    (a TP8 GPTModel's replay takes longer than the replay's default 600 s)."""
+    from certificates.errors import Rejected
+    from certificates.limits import Limits
+
+    cert, path = staged_certificate(verify_staged(mlp_chain(2))), tmp_path / "c.json"
+    with pytest.raises(Rejected, match="not written.*time limit"):
+        write(cert, str(path), Limits(seconds=1e-9))
+    assert not path.exists() and not (tmp_path / "c.json.unchecked").exists()
+    write(cert, str(path), Limits(seconds=60))
+    assert replay(str(path))[0].ok
