@@ -15,6 +15,7 @@ from .ops import MOVES, ShapeError, _fail_if, _scalar, is_sym
 from .poly import NUMERIC, Rat, apply
 
 BOX: dict[str, tuple[int, int]] = {}   # variable -> [lo, hi) of the case being decided
+OFFSETS: dict[int, Rat] = {}   # a row offset's Rat, so that its text (in an atom's name) is made once
 NUMERIC.update({"sel": lambda i, *rows: rows[min(max(round(i), 0), len(rows) - 1)],
                 "eq": lambda i, k: float(round(i) == round(k))})
 
@@ -84,9 +85,8 @@ def _embedding_backward(xs, a, why):
     for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):
         v, lo, r0, r1 = _rows(x, n, why)
         at = Rat.var(v) - lo if v else 0
-        for k in range(r0, r1):
-            if k != a["padding_idx"]:
-                out[k] = out[k] + (row * apply("eq", at, k - r0) if v else row)
+        for k in (k for k in range(r0, r1) if k != a["padding_idx"]):
+            out[k] = out[k] + (row * apply("eq", at, OFFSETS.setdefault(k - r0, Rat.of(k - r0))) if v else row)
     return [out]
 
 
