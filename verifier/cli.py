@@ -217,7 +217,9 @@ def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
     if args.emit_cert:
         _write_cert(args, staged_certificate(res))
     return _emit(args, Verdict(VERIFIED, case.name, f"{s['stages']} stages in {s['classes']} classes"
-                               f"{' (sequential fallback)' if s['fallback'] else ''}; reduce {s['reduce_s']:.2f} s, "
+                               f"{' (sequential fallback)' if s['fallback'] else ''}"
+                               f"{f' (inferred again without {n} equations)' if (n := s['banned']) else ''}; "
+                               f"reduce {s['reduce_s']:.2f} s, "
                                f"infer {s['infer_s']:.2f} s, prove {s['prove_s']:.2f} s"), s["total_s"])
 
 

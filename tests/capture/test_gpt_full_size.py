@@ -1,6 +1,7 @@
 """megatron-core's whole GPTModel at full size (vocabulary 32,768, sequence 1,024, hidden 768, 16 heads, forward and
 backward) at TP2 with 1, 2 and 8 layers and at TP4 with 1: VERIFIED by ``pvcert verify`` on the shape-reduced graphs
-and its certificate ACCEPTed (docs/benchmarks.md, "Full size: megatron-core GPTModel"). Minutes each: slow."""
+and its certificate ACCEPTed (docs/benchmarks.md, "Full size: megatron-core GPTModel"). Minutes each: slow. At
+vocabulary 4,096 (20 s): a relation found at reduced sizes that fails its stage is repaired by inferring again."""
 
 import pytest
 
@@ -19,3 +20,20 @@ def test_full_size_gpt_is_verified_and_replayed(world, layers, tmp_path):
     assert "sequential fallback" not in r.stdout   # re-inference repairs the relation found at reduced sizes
     r = run_pvcert("replay", str(cert), timeout=600)
     assert r.returncode == 0 and "(staged-refinement): ACCEPT" in r.stdout, r.stdout + r.stderr
+
+
+def test_an_equation_that_fails_its_stage_is_banned_and_inference_runs_again(tmp_path):
+    """GPTModel, 1 layer, TP2, sequence 1,024, hidden 768, vocabulary 4,096: inference at reduced sizes relates
+    ``transpose_13`` (a head axis and a sequence axis cut to one length) by equations that fail their stage at full
+    size; inference runs again without them and verifies, without the sequential engine (docs/stages.md, step 4)."""
+    pytest.importorskip("megatron.core")
+    from verifier.case import load_case
+    from verifier.stages.run import summary, verify_staged
+
+    path = tmp_path / "case.py"
+    path.write_text("from examples.cases.megatron_gpt import FULL, make_case\n"
+                    "CASE = make_case(2, size=dict(FULL, vocab=4096))\n")
+    res = verify_staged(load_case(str(path)))
+    assert res.verified and not res.fallback and summary(res)["banned"] > 0
+    assert {t for t, _ in res.banned} >= {"transpose_13"} and all(
+        str(e) not in {x for t, x in res.banned if t == s} for s, es in res.relation.items() for e in es)

@@ -95,7 +95,8 @@ class StagedResult:
     proved: dict[str, list[tuple]] = field(default_factory=dict)  # verdicts by stage key
     relation: dict = field(default_factory=dict)  # the relation found, at full size (the certificate's)
     claimed: dict = field(default_factory=dict)   # the claim's output relation
-    failed: set = field(default_factory=set)      # (spec tensor, term) of the relation's equations that failed
+    failed: set[tuple[str, str]] = field(default_factory=set)   # (spec tensor, term): equations that failed a stage
+    banned: frozenset[tuple[str, str]] = frozenset()              # those the last inference ran without
 
     @property
     def verified(self) -> bool:
@@ -300,7 +301,7 @@ def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress
     for _ in range(REINFER if values else 0):   # infer again without the equations that failed their stage
         if ok or not res.inference.verified or not res.failed - banned:
             break
-        banned |= res.failed
+        res.banned = banned = banned | res.failed
         chain = functools.partial(_Deferred, values=values, red=red, banned=banned)
         res.inference, res.failure, res.stages = infer(work, seed, limits, step, chain=chain), None, []
         ok = res.inference.verified and _prove(res, jobs, executor, limits, progress)
@@ -318,6 +319,6 @@ def summary(res: StagedResult) -> dict[str, Any]:
     """Numbers for reports and benchmarks."""
     red = res.reduction
     return {"verified": res.verified, "stages": len(res.stages), "classes": res.classes,
-            "fallback": res.fallback, "volume": list(red.volume) if red else None,
+            "fallback": res.fallback, "banned": len(res.banned), "volume": list(red.volume) if red else None,
             "reduced_classes": len(red.classes) if red else 0,
             **{f"{k}_s": round(v, 3) for k, v in res.seconds.items()}}
