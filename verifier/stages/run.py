@@ -3,7 +3,7 @@
 1. ``reduce_case`` shrinks the whole case for inference by value (``reduce.py``); the relation
    found is lifted to full size.
 2. The per-operator engine infers the relation with a deferring chain: a candidate found by
-   value is kept if it also matches on a second random run; no solver runs yet.
+   value is kept if it also matches on ``RUNS`` more random runs; no solver runs yet.
 3. Stages are the checker's (``certificates.stages.stage``): each spec operator's local
    obligation at full size (one for the expectations), held by congruence or reduced on its
    own; stages equal modulo renaming (their key) form a class and only its first stage, the
@@ -46,33 +46,37 @@ from ..refine import Inference, infer
 from .reduce import Reduction, lift, reduce_case
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+RUNS = 3      # random runs besides inference's own that a candidate found by value must match too
 REINFER = 8   # rounds of inference without the equations that failed their stage, before the sequential engine
 
 
 class _Deferred(Chain):
-    """A chain that keeps a candidate if it also matches on a second random run and, found on shape-reduced graphs
+    """A chain that keeps a candidate if it also matches on ``RUNS`` more random runs and, found on shape-reduced graphs
     (``red``), keeps to their reduction at full size (``reduce.lift``: at reduced sizes two axes may have one size,
     and a candidate that swaps them matches by value there), and is not ``banned`` (its full-size equation failed
     its stage before); proofs come later."""
 
-    def __init__(self, spec: Graph, impl: Graph, limits: Limits, values: tuple[dict, dict],
+    def __init__(self, spec: Graph, impl: Graph, limits: Limits, values: list[tuple[dict, dict]],
                  red: Reduction | None = None, banned: frozenset[tuple[str, str]] = frozenset()) -> None:
         super().__init__(spec, impl, limits)
         self.values, self.red, self.banned = values, red, banned
 
     def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
-        s_vals, i_vals = self.values
         outs = []
         for s, es in outputs.items():
             for e in es:
-                got = np.asarray(terms.evaluate(e, i_vals.__getitem__), dtype=float)
-                same = got.shape == s_vals[s].shape and np.allclose(got, np.asarray(s_vals[s], dtype=float),
-                                                                    rtol=1e-6, atol=1e-9, equal_nan=True)
+                same = all(_matches(e, s_vals[s], i_vals) for s_vals, i_vals in self.values)
                 full = lift(self.red, {s: [e]}, self.spec, self.impl)[s] if same and self.red else [e]
-                outs.append(Outcome(s, str(e), failure="differs on a second random run" if not same else
+                outs.append(Outcome(s, str(e), failure="differs on another random run" if not same else
                                     "does not keep to the shape reduction at full size" if not full else
                                     "failed its stage at full size" if (s, str(full[0])) in self.banned else None))
         return outs
+
+
+def _matches(e: terms.Term, want: np.ndarray, i_vals: dict) -> bool:
+    got = np.asarray(terms.evaluate(e, i_vals.__getitem__), dtype=float)
+    return got.shape == want.shape and np.allclose(got, np.asarray(want, dtype=float), rtol=1e-6, atol=1e-9,
+                                                   equal_nan=True)
 
 
 @dataclass
@@ -290,7 +294,8 @@ def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress
     t1 = time.monotonic()
     step = (lambda k, n, op: progress("infer", k, n)) if progress else None
     try:
-        values = direct.numeric_values(direct.prepare(work, limits), seed + 1, limits, spread=True)
+        prepared = direct.prepare(work, limits)   # the second run spreads integer inputs, the others draw them
+        values = [direct.numeric_values(prepared, seed + k, limits, spread=k == 1) for k in range(1, 1 + RUNS)]
         deferred = functools.partial(_Deferred, values=values, red=red)
         res = StagedResult(case, red, infer(work, seed, limits, step, chain=deferred))
     except direct.ImplFailed:  # the sequential engine reports it
