@@ -123,7 +123,6 @@ def test_verify_reduces_a_case_too_large_to_decide_element_by_element(tmp_path):
     assert "stage by stage at reduced shapes" in r.stdout, r.stdout
 
 
-
 def test_verify_says_why_a_case_too_large_is_not_reduced(tmp_path):
     """A case too large to decide element by element, with an operator staged claims do not trust (``aten.abs``, of
     the ATen family): the first line says the graphs are not reduced and why, before the full-size run."""

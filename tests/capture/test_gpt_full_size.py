@@ -1,7 +1,8 @@
 """megatron-core's whole GPTModel at full size (vocabulary 32,768, sequence 1,024, hidden 768, 16 heads, forward and
 backward) at TP2 with 1, 2 and 8 layers and at TP4 with 1: VERIFIED by ``pvcert verify`` on the shape-reduced graphs
 and its certificate ACCEPTed (docs/benchmarks.md, "Full size: megatron-core GPTModel"). Minutes each: slow. At
-vocabulary 4,096 (20 s): a relation found at reduced sizes that fails its stage is repaired by inferring again."""
+vocabulary 4,096 (about 30 s): a relation found at reduced sizes that fails its stage is repaired by inferring
+again."""
 
 import pytest
 
