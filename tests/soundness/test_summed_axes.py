@@ -178,3 +178,18 @@ def test_the_affine_ops_are_exactly_these_targets():
         "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.sub.Scalar", "aten.sub.Tensor",
         "aten.sum.default", "aten.sum.dim_IntList", "aten.t.default", "aten.transpose.int",
         "aten.unsqueeze.default", "aten.view.default"}
+
+
+def test_newtons_identity_at_a_power_of_two_is_rejected_by_the_affine_rule_alone(tmp_path, monkeypatch):
+    """The second size is one scale up from the main one (``shapes.solve``): a length-16 class is checked at 2 and 3,
+    both below e_4's degree, where the next divisor gave 4 and refuted the trap by value. So only the affine rule
+    stands between this forged certificate and an ACCEPT: with it the replay REJECTs, without it the replay
+    ACCEPTs the false claim (the program that fools the new scale rule)."""
+    full = newton_trap(4, 16, "pow", "pow", False)
+    ok, why = _replay(forge(full, newton_trap(4, 2, "pow", "pow", False)), tmp_path)
+    assert not ok and "its key is not the key" not in why, why
+    assert lengths(full, full.expect, "n0", "x") == [16]   # not affine in its sums: kept at full length
+    monkeypatch.setattr(shapes, "affine", lambda *a: None)   # the affine rule off
+    assert lengths(full, full.expect, "n0", "x") == [2, 3]
+    ok, why = _replay(forge(full, newton_trap(4, 2, "pow", "pow", False)), tmp_path)
+    assert ok, why
