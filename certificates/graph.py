@@ -68,8 +68,7 @@ class Graph:
 
 
 def _fail_if(bad, where: str, msg: str) -> None:
-    if bad:
-        raise Malformed(where, msg)
+    fail_if(bad, Malformed, where, msg)
 
 
 def _is_int(v) -> bool:

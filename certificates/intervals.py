@@ -8,14 +8,14 @@ import numpy as np
 
 from . import graph
 from .dtypes import INT_BITS, bounds, fit
-from .errors import LimitExceeded, Unsupported
+from .errors import LimitExceeded, Unsupported, fail_if
 from .graph import Graph
 from .limits import Limits
 from .ops import MOVES, ShapeError, _fail_if, _scalar, is_sym
 from .poly import NUMERIC, Rat, apply
 
 BOX: dict[str, tuple[int, int]] = {}   # variable -> [lo, hi) of the case being decided
-OFFSETS: dict[int, Rat] = {}   # a row offset's Rat, so that its text (in an atom's name) is made once
+EQS: dict[tuple, np.ndarray] = {}   # (variable, lo, rows) -> the atoms eq(v - lo, k), k < rows: made once
 NUMERIC.update({"sel": lambda i, *rows: rows[min(max(round(i), 0), len(rows) - 1)],
                 "eq": lambda i, k: float(round(i) == round(k))})
 
@@ -33,8 +33,7 @@ def affine(x, why: str, split: bool = False) -> tuple[str | None, int]:
     c = (x - Rat.var(var[0]) if len(var) == 1 else x).constant()
     if c is not None and c.denominator == 1 and not split:
         return (var[0] if var else None), int(c)
-    if not var:
-        raise ShapeError(f"{why}: {x} is not an integer of the case")
+    fail_if(not var, ShapeError, f"{why}: {x} is not an integer of the case")
     lo, hi = BOX[var[0]]
     raise Cut(var[0], (lo + hi) // 2, why)
 
@@ -63,8 +62,7 @@ def _rows(x, n: int, why: str) -> tuple[str | None, int, int, int]:
     for at in (-c, n - c):
         if v is not None and lo < at < hi:
             raise Cut(v, at, why)
-    if lo + c < 0 or hi + c > n:
-        raise ShapeError(f"{why}: index {x} out of range [0, {n})")
+    fail_if(lo + c < 0 or hi + c > n, ShapeError, f"{why}: index {x} out of range [0, {n})")
     return v, lo, lo + c, hi + c
 
 
@@ -84,9 +82,11 @@ def _embedding_backward(xs, a, why):
     out = np.full((n, g.shape[-1]), Rat.of(0), dtype=object)
     for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):
         v, lo, r0, r1 = _rows(x, n, why)
-        at = Rat.var(v) - lo if v else 0
-        for k in (k for k in range(r0, r1) if k != a["padding_idx"]):
-            out[k] = out[k] + (row * apply("eq", at, OFFSETS.setdefault(k - r0, Rat.of(k - r0))) if v else row)
+        key = (v, lo, r1 - r0, tuple((y.n.key(), y.d.key()) for y in map(Rat.of, row)))
+        if key not in EQS:   # row r0 + k adds row * eq(v - lo, k)
+            EQS[key] = row * np.array([apply("eq", Rat.var(v) - lo, k) if v else 1 for k in range(r1 - r0)])[:, None]
+        out[r0:r1] += EQS[key]
+    out[[p for p in [a["padding_idx"]] if 0 <= p < n]] = Rat.of(0)   # the padding row: nothing added
     return [out]
 
 
@@ -142,6 +142,7 @@ class Cases:
 
     def __init__(self, box: dict, envs: tuple, concrete, limits: Limits):
         self.todo, self.envs, self.concrete, self.limits, self.count, self.cut = [box], envs, concrete, limits, 0, None
+        EQS.clear()   # kept for the cases of one obligation
 
     def __iter__(self):
         while self.todo:
@@ -156,7 +157,6 @@ class Cases:
 
     def split(self, cut: Cut) -> None:
         lo, hi = self.box[cut.var]
-        if not lo < cut.at < hi:
-            raise Unsupported(f"{cut}: outside [{lo}, {hi})")
+        fail_if(not lo < cut.at < hi, Unsupported, f"{cut}: outside [{lo}, {hi})")
         self.cut, self.count = cut, self.count - 1   # counted: the cases decided
         self.todo += [{**self.box, cut.var: (cut.at, hi)}, {**self.box, cut.var: (lo, cut.at)}]

@@ -302,6 +302,8 @@ class Rat:
 
     @_operator
     def __add__(self, o: "Rat") -> "Rat":
+        if z := [b for a, b in ((self, o), (o, self)) if a.n._up is None and not a.n._t]:   # 0 + b = b; a lazy
+            return z[0]   # sum is not forced here (a dot product stays O(n))
         if self.d is o.d or self.d.t == o.d.t:
             return Rat(self.n.add(o.n), self.d)
         return Rat(self.n.mul(o.d).add(o.n.mul(self.d)), self.d.mul(o.d))

@@ -94,8 +94,7 @@ def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
             rel[name].append(t)
     if inputs_only:
         missing = [n for n in spec.inputs if n not in rel]
-        if missing:
-            raise Malformed(where, f"spec input '{missing[0]}' has no relation to the impl")
+        fail_if(missing, Malformed, where, f"spec input '{missing and missing[0]}' has no relation to the impl")
         _check_ranges(rel, spec, impl, where)
     return rel
 

@@ -116,3 +116,31 @@ def test_an_operation_without_a_rule_is_split_to_points():
     assert all(o.holds for o in refinement.check(spec, impl, rin, rout))
     with pytest.raises(Exception, match="cases of integer inputs"):
         refinement.check(spec, impl, rin, rout, Limits(max_assignments=4))
+
+
+def _scatter_rows(V: int, pad: tuple[int, int] = (-1, -1), swap: bool = False):
+    """Spec ``embedding_dense_backward(g, ids, V)`` against the same op in the impl, at two positions; ``pad`` the
+    padding rows (spec, impl), ``swap``: the impl adds each position's gradient at the other position's id."""
+    s, i = GraphBuilder("s"), GraphBuilder("i")
+    for g, sfx, p in ((s, "", pad[0]), (i, "@r0", pad[1])):
+        gr = g.input(f"g{sfx}", [2, D], "gradient")
+        x = g.input(f"ids{sfx}", [2], "index", dtype="int64", range=(0, V))
+        if sfx and swap:
+            ends = [g.node("aten.slice.Tensor", [x], f"x{k}", out_dtype="int64",
+                           attrs={"dim": 0, "start": k, "end": k + 1, "step": 1}) for k in (1, 0)]
+            x = g.node("aten.cat.default", ends, "swapped", out_dtype="int64", attrs={"dim": 0})
+        g.output(g.node("aten.embedding_dense_backward.default", [gr, x], f"out{sfx}", out_dtype="float32",
+                        attrs={"num_weights": V, "padding_idx": p, "scale_grad_by_freq": False}))
+    spec, impl = parse_graph(s.build(), "s"), parse_graph(i.build(), "i")
+    rin = parse_relation({"g": ["g@r0"], "ids": ["ids@r0"]}, spec, impl, "rel", True)
+    return spec, impl, rin, parse_relation({"out": ["out@r0"]}, spec, impl, "out", False)
+
+
+def test_scattered_rows_are_decided_exactly():
+    """Each position's gradient lands on the row of its own id, the padding row gets none: every row of every
+    case is compared (the products a case shares with the next are computed once, ``intervals.EQS``)."""
+    assert all(o.holds for o in refinement.check(*_scatter_rows(4096)))
+    assert all(o.holds for o in refinement.check(*_scatter_rows(64, pad=(5, 5))))
+    for bug in (dict(swap=True), dict(pad=(5, -1)), dict(pad=(-1, 0)), dict(pad=(5, 6))):
+        out = refinement.check(*_scatter_rows(64, **bug))
+        assert not out[0].holds, bug
