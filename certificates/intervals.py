@@ -15,7 +15,7 @@ from .ops import MOVES, ShapeError, _fail_if, _scalar, is_sym
 from .poly import NUMERIC, Rat, apply
 
 BOX: dict[str, tuple[int, int]] = {}   # variable -> [lo, hi) of the case being decided
-EQS: dict[tuple, np.ndarray] = {}   # (variable, lo, rows) -> the atoms eq(v - lo, k), k < rows: made once
+EQS: dict[tuple, np.ndarray] = {}   # (v - lo, rows, a row) -> row * eq(v - lo, k) for k < rows, made once
 NUMERIC.update({"sel": lambda i, *rows: rows[min(max(round(i), 0), len(rows) - 1)],
                 "eq": lambda i, k: float(round(i) == round(k))})
 
@@ -55,37 +55,37 @@ def _test(x: np.ndarray, name: str, why: str) -> np.ndarray:
     return np.array(out, dtype=bool).reshape(x.shape)
 
 
-def _rows(x, n: int, why: str) -> tuple[str | None, int, int, int]:
-    """(``v``, ``lo``, first row, end) of the rows in ``[0, n)`` that ``x = v + c`` reaches (Intervals.sel)."""
+def _rows(x, n: int, why: str) -> tuple[Rat | None, int, int]:
+    """(``v - lo`` or None for a constant, first row, end) of the rows in [0, n) that ``x = v + c`` reaches."""
     v, c = affine(x, why)
     lo, hi = BOX.get(v, (0, 1))
     for at in (-c, n - c):
         if v is not None and lo < at < hi:
             raise Cut(v, at, why)
     fail_if(lo + c < 0 or hi + c > n, ShapeError, f"{why}: index {x} out of range [0, {n})")
-    return v, lo, lo + c, hi + c
+    return (Rat.var(v) - lo if v else None), lo + c, hi + c
 
 
 def _embedding(xs, a, why):
     w, idx = xs
     out = np.empty(idx.shape + w.shape[1:], dtype=object)
     for ix in np.ndindex(*idx.shape):
-        v, lo, r0, r1 = _rows(idx[ix], w.shape[0], why)
-        at = Rat.var(v) - lo if v else 0
-        out[ix] = [apply("sel", at, *w[r0:r1, j]) if v else w[r0, j] for j in range(w.shape[1])]
+        at, r0, r1 = _rows(idx[ix], w.shape[0], why)
+        out[ix] = [apply("sel", at, *w[r0:r1, j]) if at is not None else w[r0, j] for j in range(w.shape[1])]
     return [out]
 
 
 def _embedding_backward(xs, a, why):
     (g, idx), n = xs, a["num_weights"]
     _fail_if(a["scale_grad_by_freq"], "scale_grad_by_freq is not supported")
-    out = np.full((n, g.shape[-1]), Rat.of(0), dtype=object)
+    out, seen = np.full((n, g.shape[-1]), Rat.of(0), dtype=object), []   # seen: the rows added to so far
     for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):
-        v, lo, r0, r1 = _rows(x, n, why)
-        key = (v, lo, r1 - r0, tuple((y.n.key(), y.d.key()) for y in map(Rat.of, row)))
+        at, r0, r1 = _rows(x, n, why)
+        key = (at and at.n.key(), r1 - r0, tuple((y.n.key(), y.d.key()) for y in map(Rat.of, row)))
         if key not in EQS:   # row r0 + k adds row * eq(v - lo, k)
-            EQS[key] = row * np.array([apply("eq", Rat.var(v) - lo, k) if v else 1 for k in range(r1 - r0)])[:, None]
-        out[r0:r1] += EQS[key]
+            EQS[key] = row * np.array([apply("eq", at, k) if at is not None else 1 for k in range(r1 - r0)])[:, None]
+        out[r0:r1] = EQS[key] if all(r1 <= s0 or s1 <= r0 for s0, s1 in seen) else out[r0:r1] + EQS[key]
+        seen.append((r0, r1))
     out[[p for p in [a["padding_idx"]] if 0 <= p < n]] = Rat.of(0)   # the padding row: nothing added
     return [out]
 

@@ -144,3 +144,31 @@ def test_scattered_rows_are_decided_exactly():
     for bug in (dict(swap=True), dict(pad=(5, -1)), dict(pad=(-1, 0)), dict(pad=(5, 6))):
         out = refinement.check(*_scatter_rows(64, **bug))
         assert not out[0].holds, bug
+
+
+@pytest.mark.parametrize("box, pad", [(((0, 8), (0, 8)), -1), (((0, 4), (4, 8)), -1), (((4, 8), (2, 6)), 3),
+                                      (((0, 8), (0, 8)), 5)])
+def test_scattered_rows_at_every_point_of_a_case(box, pad):
+    """``intervals._embedding_backward`` at two symbolic ids, evaluated at every pair of their values, is the
+    concrete scatter-add (a row two ids reach gets both gradients; rows the first id alone reached so far are
+    assigned, the others added to; the padding row gets none)."""
+    import itertools
+
+    import numpy as np
+
+    from certificates import intervals
+    from certificates.poly import Rat
+    from certificates.solve import evaluate
+
+    intervals.BOX.clear()
+    intervals.BOX.update({"a": box[0], "b": box[1]})
+    g = np.array([[Rat.var(f"g{p}{j}") for j in range(D)] for p in range(2)], dtype=object)
+    out, = intervals._embedding_backward([g, np.array([Rat.var("a"), Rat.var("b")], dtype=object)],
+                                         {"num_weights": 8, "padding_idx": pad, "scale_grad_by_freq": False}, "t")
+    vals = {f"g{p}{j}": 1.0 + 2 * p + 10 * j for p in range(2) for j in range(D)}
+    for ia, ib in itertools.product(range(*box[0]), range(*box[1])):
+        want = np.zeros((8, D))
+        for p, k in enumerate((ia, ib)):
+            want[k] += [vals[f"g{p}{j}"] for j in range(D)] if k != pad else 0
+        got = [[evaluate(out[k, j], {**vals, "a": ia, "b": ib}) for j in range(D)] for k in range(8)]
+        assert np.array_equal(np.array(got), want), (ia, ib)
