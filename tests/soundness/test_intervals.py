@@ -3,14 +3,18 @@ a few cases (the shards an id falls in), and every way to get a shard boundary, 
 
 from __future__ import annotations
 
+import itertools
 import time
 
+import numpy as np
 import pytest
 
-from certificates import refinement
+from certificates import intervals, refinement
 from certificates.graph import parse_graph
 from certificates.limits import Limits
+from certificates.poly import Rat
 from certificates.refinement import parse_relation
+from certificates.solve import evaluate
 from verifier.ir import GraphBuilder
 
 D = 2
@@ -152,14 +156,6 @@ def test_scattered_rows_at_every_point_of_a_case(box, pad):
     """``intervals._embedding_backward`` at two symbolic ids, evaluated at every pair of their values, is the
     concrete scatter-add (a row two ids reach gets both gradients; rows the first id alone reached so far are
     assigned, the others added to; the padding row gets none)."""
-    import itertools
-
-    import numpy as np
-
-    from certificates import intervals
-    from certificates.poly import Rat
-    from certificates.solve import evaluate
-
     intervals.BOX.clear()
     intervals.BOX.update({"a": box[0], "b": box[1]})
     g = np.array([[Rat.var(f"g{p}{j}") for j in range(D)] for p in range(2)], dtype=object)
