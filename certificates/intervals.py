@@ -81,7 +81,7 @@ def _embedding_backward(xs, a, why):
     out, seen = np.full((n, g.shape[-1]), Rat.of(0), dtype=object), []   # seen: the rows added to so far
     for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):
         at, r0, r1 = _rows(x, n, why)
-        key = (at and at.n.key(), r1 - r0, tuple((y.n.key(), y.d.key()) for y in map(Rat.of, row)))
+        key = (at if at is None else at.n.key(), r1 - r0, tuple((y.n.key(), y.d.key()) for y in map(Rat.of, row)))
         if key not in EQS:   # row r0 + k adds row * eq(v - lo, k)
             EQS[key] = row * np.array([apply("eq", at, k) if at is not None else 1 for k in range(r1 - r0)])[:, None]
         out[r0:r1] = EQS[key] if all(r1 <= s0 or s1 <= r0 for s0, s1 in seen) else out[r0:r1] + EQS[key]
