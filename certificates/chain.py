@@ -86,8 +86,7 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
     rout = refinement.parse_relation(claim.get("output_relation"), spec, impl,
                                      f"{where}: output_relation", False, limits)
     unrelated = [t for t in spec.outputs if t not in rout]
-    if unrelated:
-        raise Rejected(f"the claim does not relate spec output '{unrelated[0]}'")
+    fail_if(unrelated, Rejected, f"the claim does not relate spec output '{unrelated and unrelated[0]}'")
     method = evidence.get("method")
     if method == "whole-graph":
         detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)

@@ -85,8 +85,7 @@ def _need(obj: dict, key: str, kind, where: str, what: str):
 
 def _only(obj: dict, allowed: str, where: str, what: str) -> None:
     extra = sorted(set(obj) - set(allowed.split()))
-    if extra:
-        raise Malformed(where, f"{what}: unknown field '{extra[0]}'")
+    _fail_if(extra, where, f"{what}: unknown field '{extra and extra[0]}'")
 
 
 def _rank(raw: dict, world: int, where: str, what: str) -> int:

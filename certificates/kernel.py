@@ -231,8 +231,7 @@ def inf_arith(op: str, parts: list[str], f: list):
         return Inf(-s[0]) if op == "neg" else Inf(1) if s[0] > 0 else Rat.of(0)
     if op in ("add", "sub"):
         b = s[1] if op == "add" else -s[1]
-        if s[0] and b and s[0] != b:
-            raise ValueError("an infinite operand: inf - inf (NaN)")
+        fail_if(s[0] and b and s[0] != b, ValueError, "an infinite operand: inf - inf (NaN)")
         return Inf(s[0] or b)
     sign = 1
     for x in f:

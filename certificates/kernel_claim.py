@@ -42,6 +42,14 @@ def replay_cta(k: Kernel, grid, block, params, cta, ev, side: str, sw: str, prin
 
 
 @no_gc()
+def describe_kernels(claim: dict, sha: dict[str, str], low: set) -> list[str]:
+    """The kernels with their sha256, grid and block, and the CTAs checked; their 16-bit dtypes join ``low``."""
+    low |= {p.get("dtype") for p in claim.get("params") or []} & {"f16", "bf16"}
+    return [f"{side} kernel '{claim[side]['entry']}' ptx sha256 {sha[claim[side]['ptx']][:12]} grid "
+            f"{claim[side]['grid']} block {claim[side]['block']}" for side in ("reference", "optimized")] + (
+        [f"checked CTA(s): {claim['cta']}"] if "cta" in claim else [])
+
+
 def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:
     """Claim ``kernel-equivalence``: CTA ``cta`` of both launches (``"all"``: every CTA of the grid, and no output byte
     one CTA writes is accessed by another, so the CTAs are independent) is race- and deadlock-free and every output
@@ -98,8 +106,7 @@ def replay_kernel(claim: dict, evidence: dict, arts: dict, where: str, limits: L
         raise Rejected(f"the launches' grids differ ({list(grids[0])}, {list(grids[1])}): CTA {list(cta)} of which?")
     fail_if(evidence.get("atoms") != printer.table, Rejected, "the certified atom table is not the replay's")
     ref, opt = outs["reference"], outs["optimized"]
-    if set(ref) != set(opt):
-        raise Rejected(f"{sorted(set(ref) ^ set(opt))[0]} is written by one kernel only")
+    fail_if(set(ref) != set(opt), Rejected, f"{min(set(ref) ^ set(opt), default=None)} is written by one kernel only")
     methods: dict[str, int] = {}
     for key in sorted(ref):
         limits.tick()

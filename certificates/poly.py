@@ -86,9 +86,7 @@ _EXPOS: dict[tuple, Expo] = {}
 
 def intern_expo(key: tuple) -> tuple:
     """The interned exponent for the polynomial key ``key`` (``()`` for zero)."""
-    if not key or type(key) is Expo:
-        return key
-    return _EXPOS.get(key) or _EXPOS.setdefault(key, Expo(key))
+    return key if not key or type(key) is Expo else _EXPOS.get(key) or _EXPOS.setdefault(key, Expo(key))
 
 
 @lru_cache(maxsize=1 << 17)

@@ -464,8 +464,7 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
             _directive(t, sctx)
         elif t.startswith(".param") and len(scopes) > 1:     # a call's argument or result
             pm = _PARAM_RE.match(" ".join(t.split()))
-            if not pm or pm.group(3):
-                raise Unsupported(f"{file}:{sl}: call parameter that is not a scalar in `{t}`")
+            fail_if(not pm or pm.group(3), Unsupported, f"{file}:{sl}: call parameter that is not a scalar in `{t}`")
             scopes[-1][pm.group(2)] = f"{pm.group(2)}@{scopes[-1]['__id__']}"
             regs[scopes[-1][pm.group(2)]] = "." + pm.group(1)[1:]
         elif t.startswith("."):

@@ -23,14 +23,12 @@ class ClaimResult:
 
 
 def describe(claim: dict, evidence: dict, arts: dict, sha: dict[str, str]) -> list[str]:
-    """What an accepted claim states: a kernel claim's kernels with their sha256 and CTAs, another claim's graphs,
-    relations and assumptions (``refinement.describe_graphs``, imported for those only); then the value domain."""
+    """What an accepted claim states: a kernel claim's kernels (``kernel_claim.describe_kernels``), another claim's
+    graphs, relations and assumptions (``refinement.describe_graphs``), each imported for those only; the domain."""
     low: set = set()
     if claim.get("kind") == "kernel-equivalence":
-        out = [f"{side} kernel '{claim[side]['entry']}' ptx sha256 {sha[claim[side]['ptx']][:12]} grid "
-               f"{claim[side]['grid']} block {claim[side]['block']}" for side in ("reference", "optimized")]
-        low |= {p.get("dtype") for p in claim.get("params") or []} & {"f16", "bf16"}
-        out += [f"checked CTA(s): {claim['cta']}"] if "cta" in claim else []
+        from .kernel_claim import describe_kernels
+        out = describe_kernels(claim, sha, low)
     else:
         from .refinement import describe_graphs
         out = describe_graphs(claim, evidence, arts, sha, low)
@@ -68,8 +66,7 @@ def load_artifacts(cert: dict, path: str, limits: Limits) -> dict[str, Any]:
                 raise Malformed(where, f"artifact path '{rel}' must be relative, without '..'")
             full = os.path.join(os.path.dirname(path) or ".", rel)
             data = read_bytes(full, limits)
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise Rejected(f"artifact '{aid}': sha256 does not match its content")
+        fail_if(hashlib.sha256(data).hexdigest() != digest, Rejected, f"artifact '{aid}': sha256 does not match its content")
         value = a["embedded"] if "embedded" in a else load_json(full, limits, data)   # the bytes hashed, not a re-read
         arts[aid] = (a.get("kind"), value, f"{path}: artifact '{aid}'")
     return arts

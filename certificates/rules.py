@@ -7,12 +7,9 @@ from .ops import _dim, _perm, _red_dims, _reverse, _swap
 
 
 def _ew_rule(C, I, O, a, why) -> None:
-    """Elementwise: outputs tied to each other, inputs broadcast into the first output."""
-    for o in O:
-        C.tie_all(o, O[0])
-    for y in I:
-        if y is not None:
-            C.bcast(y, O[0])
+    """Elementwise: outputs (of one shape) tied to each other, inputs broadcast into the first output."""
+    for y in [y for y in O + I if y is not None]:
+        C.bcast(y, O[0])
 
 
 def _pieces_rule(C, I, O, a, why) -> None:

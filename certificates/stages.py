@@ -31,12 +31,24 @@ log_softmax _softmax_backward_data native_layer_norm layer_norm rms_norm native_
 LOOKUPS = ("aten.embedding.default", "aten.embedding_dense_backward.default")   # total where the indices are rows
 
 
-def held(ls: Graph, rout: Relation) -> list[Outcome]:   # a congruence: assuming the spec node defined if not TOTAL
-    node, a = ls.nodes[0], ls.nodes[0].full_attrs(False)
+def evident(spec: Graph, node: Node) -> bool:
+    """Whether ``node``'s side condition holds at every input by its form (agda/Composition/Positivity.agda, ``rms``):
+    ``x^k`` with k in N; ``rsqrt(m + eps)``, ``m`` a mean or sum of ``x^2`` over a nonempty axis and ``eps > 0``."""
+    p, k = [node], node.attrs.get("exponent")
+    for t in ("aten.rsqrt.default", "aten.add.Tensor", "aten.mean.dim aten.sum.dim_IntList"):   # an RMS norm's
+        p.append(p[-1] and p[-1].target in t.split() and len(p[-1].inputs) == 1 and spec.producer.get(p[-1].inputs[0]))
+    eps = p[3] and [p[1].full_attrs(False)[a] for a in ("other", "alpha")] + [0 not in spec.tensors[p[2].inputs[0]].shape]
+    return type(k) in (int, float) and k >= 0 and float(k).is_integer() if node.target == "aten.pow.Tensor_Scalar" \
+        else bool(p[3]) and p[3].target == "aten.pow.Tensor_Scalar" and p[3].attrs["exponent"] == 2 and all(
+            type(v) in (int, float, bool) and v > 0 for v in eps)
+
+
+def held(ls: Graph, rout: Relation, evident: bool = False) -> list[Outcome]:   # a congruence: assuming the spec
+    node, a = ls.nodes[0], ls.nodes[0].full_attrs(False)                         # node defined unless shown total
     lookup = node.op.target in LOOKUPS and (r := ls.tensors[node.inputs[1]].range) is not None and 0 <= r[0] and \
         r[1] <= a.get("num_weights", ls.tensors[node.inputs[0]].shape[0])   # every index a row
-    partial = not lookup and (node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values())) \
-        or a.get("eps") is not None and not (type(a["eps"]) in (int, float) and a["eps"] > 0)
+    partial = not (lookup or evident) and (node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values())) \
+        or (eps := a.get("eps")) is not None and not (type(eps) in (int, float) and eps > 0)
     return [Outcome(t, str(e), n := math.prod(ls.tensors[t].shape), {"congruence": n}, assumed=partial)
             for t, es in rout.items() for e in es]
 
@@ -84,8 +96,8 @@ def stage(spec: Graph, impl: Graph, rel: Relation, claimed: Relation, op: str | 
     node = spec.nodes[spec.position[op]] if op is not None else None
     goal = claimed if node is None else {t: rel[t] for t in node.outputs if t in rel}
     ls, li, rin, rout = obligations.obligation(spec, impl, rel, node, goal, ranges)
-    if node is not None and congruent(node, ls, li, rin, rout):
-        return "congruence", [(ls, li, rin, rout)]
+    if node is not None and congruent(node, ls, li, rin, rout):   # its key: whether ``evident``
+        return "congruence" + " (evident)" * evident(spec, node), [(ls, li, rin, rout)]
     if any(not es for es in rin.values()):   # refused as it is
         return "reduced", [(ls, li, rin, rout)]
     C = shapes.constraints(ls, li, {"input": rin, "output": rout})
@@ -143,13 +155,12 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
             continue
         for ls, li, rin, rout in obls:
             fail_if(any(not es for es in rin.values()), Rejected, f"{at}: an input relation cannot be used")
-            outs = held(ls, rout) if how == "congruence" else decide(ls, li, rin, rout, limits)
+            outs = held(ls, rout, how != "congruence") if how != "reduced" else decide(ls, li, rin, rout, limits)
             bad = next((o for o in outs if not o.holds), None)
             fail_if(bad, Rejected, f"{at}: {bad and bad.failure}")
             outcomes += outs
     # stages assumed their operators' conditions: all at once, at full size
-    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits)):
-        raise Rejected(why)
+    fail_if(why := any(o.assumed for o in outcomes) and refinement.spec_defined(spec, limits), Rejected, why)
     reps = sum(1 for i, s in enumerate(stages) if s[1] == i)
     return (f"{spec.name} refined by {impl.name}, stage by stage at reduced shapes: {len(stages)} stages, {reps} "
             f"proved, {len(stages) - reps} matched, {obligations.summary(outcomes)}")

@@ -129,8 +129,7 @@ class Run:
 
     def group(self, ref: tuple, size: int, env: dict) -> tuple:
         ck = (id(ref), size, *[env[n] for n in ref[2]])
-        if not 0 < size <= self.world:
-            raise Fault(f"a group of {size} ranks in a world of {self.world}")
+        fail_if(not 0 < size <= self.world, Fault, f"a group of {size} ranks in a world of {self.world}")
         if ck not in self.cache:
             g = tuple(self.rank(ref, {**env, "j": j}) for j in range(size))
             fail_if(not g or len(set(g)) != len(g), Fault, f"group {[list(x) for x in g]} is empty or repeats a rank")

@@ -182,7 +182,7 @@ def discharge(payload: tuple, op: str | None, limits: dict) -> list[tuple]:
         try:
             if empty:
                 raise Unsupported(f"no relation of input '{empty[0]}' can be used: the cone recomputes it")
-            outs = held(ls, goal) if how == "congruence" else decide(ls, li, hyp, goal, lim)
+            outs = held(ls, goal, how != "congruence") if how != "reduced" else decide(ls, li, hyp, goal, lim)
         except CheckError as e:
             outs = [Outcome(s, str(x), failure=str(e)) for s, xs in goal.items() for x in xs]
         total = outs if total is None else [dataclasses.replace(
