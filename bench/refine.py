@@ -154,6 +154,10 @@ def main() -> int:
                        (2, "attention_scale"), (8, "attention_scale")]:
             h.run(f"megatron-core GPTModel full size TP{w}{', ' + bug if bug else ''}",
                   full_size("examples.cases.megatron_gpt", f"make_case({w}, bug={bug!r}, size=FULL)"))
+        for w, bug in [(2, None), (4, None), (8, None), (2, "no_all_reduce")]:
+            h.run(f"vLLM-style layer on 5 declared custom ops (Llama-3-8B widths, 1024 tokens) TP{w}, inference"
+                  f"{', ' + bug if bug else ''}",
+                  full_size("examples.cases.vllm_layer", f"make_case({w}, bug={bug!r}, size=FULL)"))
         for layers in (2, 4, 8):
             h.run(f"megatron-core GPTModel full size, {layers} layers, TP2",
                   full_size("examples.cases.megatron_gpt", f"make_case(2, size=FULL, layers={layers})"))

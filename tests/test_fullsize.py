@@ -172,3 +172,33 @@ def test_full_size_refutation_in_json(tmp_path, capsys):
     (result,) = obj["results"]
     assert result["verdict"] == "REFUTED" and result["location"]["operator"] == "add_5"
     assert result["location"]["module"] == "decoder.layers.0" and obj["counterexample"]["output"] == "out"
+
+
+def test_an_input_the_sketches_cannot_carry_is_no_evidence():
+    """A merged weight (every rank's rows interleaved, as vLLM's qkv) is related by slices the sketches cannot
+    express, so its transpose is carried by no impl tensor although it is right: the location is not put there but
+    at the first operator whose inputs are carried, here the residual add after the missing all-reduce."""
+    from verifier.ir import GraphBuilder
+    s = GraphBuilder("spec", 1)
+    s.input("W", [6, 3], "parameter")
+    s.input("X", [3], "activation")
+    s.node("aten.t.default", ["W"], "T", name="t")
+    s.node("aten.sum.dim_IntList", ["T"], "S", name="sum", dim=[1])
+    s.node("aten.mul.Tensor", ["S", "X"], "P", name="mul")
+    s.node("aten.add.Tensor", ["P", "X"], "Y", name="add")
+    s.output("Y")
+    g = GraphBuilder("impl", 2)
+    for r in (0, 1):
+        g.input(f"w@r{r}", [3, 3], "parameter", rank=r)
+        g.input(f"x@r{r}", [3], "activation", rank=r)
+        g.node("aten.t.default", [f"w@r{r}"], f"t@r{r}", rank=r, name=f"t@r{r}")
+        g.node("aten.sum.dim_IntList", [f"t@r{r}"], f"s@r{r}", rank=r, name=f"sum@r{r}", dim=[1])
+        g.node("aten.mul.Tensor", [f"s@r{r}", f"x@r{r}"], f"p@r{r}", rank=r, name=f"mul@r{r}")   # no all-reduce
+        g.node("aten.add.Tensor", [f"p@r{r}", f"x@r{r}"], f"y@r{r}", rank=r, name=f"add@r{r}")
+    g.output("y@r0", "y@r1")
+    merged = ", ".join(f"slice(w@r{r}, dim=0, start={k}, end={k + 1})" for k in range(3) for r in (0, 1))
+    case = Case("merged", s.build(), g.build(), {"W": [f"concat({merged}, dim=0)"], "X": ["x@r0", "x@r1"]},
+                {"Y": ["y@r0", "y@r1"]})
+    found = fullsize.search(direct.prepare(case, big()), 0, big())
+    assert found.counterexample is not None and "T" in found.unmatched
+    assert found.located is not None and found.located.name == "add"

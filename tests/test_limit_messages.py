@@ -143,3 +143,5 @@ def test_verify_says_why_a_case_too_large_is_not_reduced(tmp_path):
     assert "bigabs: a tensor has more than 200000 elements, and the graphs are not reduced: " in r.stdout and \
         "aten.abs.default: not an operator this kind of claim trusts" in r.stdout, r.stdout + r.stderr
     assert "verifying on the shape-reduced graphs" not in r.stdout
+    last = r.stderr.strip().splitlines()[-1]   # the LIMIT that stands says why the reduction did not apply
+    assert r.returncode == 3 and "LIMIT" in last and "not reduced: bigabs (--staged): aten.abs.default" in last, last

@@ -55,6 +55,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
               f"(the certificate holds its source; the claim lists it)")
     if args.engine == "whole-graph":
         return _verify_whole_graph(case, args, limits)
+    why = None   # why the graphs are not reduced, where they are too large and a staged claim would refuse them
     try:
         if args.staged:
             return _verify_staged(case, args, limits)
@@ -69,7 +70,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except LimitExceeded as e:
         if not _over(case, limits):
             raise
-        return _full_size(case, args, limits, e)
+        return _full_size(case, args, limits, LimitExceeded(f"{e}; not reduced: {why}") if why else e)
 
 
 def _over(case, limits: Limits) -> bool:

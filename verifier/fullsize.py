@@ -255,8 +255,8 @@ class FanInCounterexample(Counterexample):
 
 
 def _locate(r: Result, spec_sk: dict, impl_sk: dict, world: int) -> tuple[Node | None, list[str]]:
-    """The first spec node whose inputs are carried (or not sketched) and one of whose sketched results is not:
-    carried = some impl stem has it as one rank's copy, the sum or mean over ranks, or the concatenation across
+    """The first spec node whose inputs (graph inputs too) are carried (or not sketched) and one of whose sketched
+    results is not: carried = some impl stem has it as one rank's copy, the sum or mean over ranks, or the concatenation across
     ranks along an axis (of the copies, or of their first halves, then their second halves)."""
     by_shape: dict[tuple, list[float]] = {}
     sums: dict[tuple, float] = {}
@@ -276,7 +276,8 @@ def _locate(r: Result, spec_sk: dict, impl_sk: dict, world: int) -> tuple[Node |
         s, bound = spec_sk[t]
         return any(abs(s - v) <= MATCH * bound for v in by_shape.get(r.spec.tensors[t].shape, ()))
     unmatched = [t for n in r.spec.nodes for t in n.outputs if not carried(t)]
-    bad = set(unmatched)
+    bad = set(unmatched) | {t for t in r.spec.inputs if not carried(t)}   # an input the sketches cannot carry (a
+    # merged weight: slices of every rank's, interleaved) is no evidence for the nodes that read it
     for n in r.spec.nodes:
         if bad & set(n.outputs) and not bad & set(n.inputs):
             return n, unmatched

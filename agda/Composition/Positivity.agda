@@ -79,3 +79,18 @@ positive (t ∷ ts) (there a) = +>ʳ (term≥0 t) (positive ts a)
 -- numerator and denominator both evidently positive: the value is > 0 (so != 0, > 0 and >= 0 hold)
 quotient : ∀ ns ds → Any (λ t → Term.m t ≡ []) ns → Any (λ t → Term.m t ≡ []) ds → 0# < (sum ns ÷ sum ds)
 quotient ns ds p q = ÷> (positive ns p) (positive ds q)
+
+-- An RMS norm's argument (certificates/stages.py ``evident``): the squares of the normalized axis' elements
+-- summed and scaled by k >= 0 (a mean: k = 1 / n, n > 0 as the axis is nonempty; a sum: k = 1), plus
+-- alpha * eps with eps > 0 and alpha > 0, is > 0 at every input: rsqrt of it is defined. (A power x^k with
+-- k in N is ``pow x k``, a total function: it has no side condition.)
+squares : List A → A
+squares [] = 0#
+squares (x ∷ xs) = (x * x) + squares xs
+
+squares≥0 : ∀ xs → 0# ≤ squares xs
+squares≥0 [] = 0≤0
+squares≥0 (x ∷ xs) = +≥ (square x) (squares≥0 xs)
+
+rms : ∀ xs k eps alpha → 0# ≤ k → 0# < eps → 0# < alpha → 0# < ((squares xs * k) + (alpha * eps))
+rms xs k eps alpha k≥0 eps>0 alpha>0 = +>ʳ (*≥ (squares≥0 xs) k≥0) (*> alpha>0 eps>0)

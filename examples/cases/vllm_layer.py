@@ -27,7 +27,11 @@ from torch.distributed import _functional_collectives as funcol
 
 from verifier.capture.case import CaptureCase
 
-HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, TOKENS, EPS = 16, 8, 2, 2, 16, 2, 1e-6
+EPS = 1e-6
+SMALL = dict(hidden=16, heads=8, kv_heads=2, head_dim=2, ffn=16, tokens=2)
+# Real sizes: a Llama-3-8B decoder layer (hidden 4096, 32 query heads and 8 key/value heads of 128, MLP 14336) on
+# a prefill of 1,024 tokens (docs/benchmarks.md, "Full size").
+FULL = dict(hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, tokens=1024)
 
 
 # ---------------------------------------------------------------- the fused kernels (custom ops)
@@ -47,9 +51,10 @@ def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Te
 @torch.library.custom_op("demo_vllm::rotary_embedding", mutates_args=())
 def rotary_embedding(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    def rot(x):   # x [tokens, heads * head_dim], neox style: halves of each head rotated
-        t = x.unflatten(-1, (-1, HEAD_DIM))
-        a, b = t[..., :HEAD_DIM // 2], t[..., HEAD_DIM // 2:]
+    def rot(x):   # x [tokens, heads * head_dim], neox style: halves of each head rotated; cos [tokens, head_dim / 2]
+        half = cos.shape[-1]
+        t = x.unflatten(-1, (-1, 2 * half))
+        a, b = t[..., :half], t[..., half:]
         c, s = cos[:, None, :], sin[:, None, :]
         return torch.cat((a * c - b * s, b * c + a * s), dim=-1).flatten(-2)
     return rot(q), rot(k)
@@ -89,8 +94,9 @@ def declared_fused_add_rms_norm(x, residual, weight, eps):
 
 def declared_rotary_embedding(q, k, cos, sin):
     def rot(x):
-        t = x.unflatten(-1, (-1, HEAD_DIM))
-        a, b = t[..., :HEAD_DIM // 2], t[..., HEAD_DIM // 2:]
+        half = cos.shape[-1]
+        t = x.unflatten(-1, (-1, 2 * half))
+        a, b = t[..., :half], t[..., half:]
         c, s = cos[:, None, :], sin[:, None, :]
         return torch.cat((a * c - b * s, b * c + a * s), dim=-1).flatten(-2)
     return rot(q), rot(k)
@@ -113,18 +119,19 @@ DECLARED = {"demo_vllm::rms_norm": declared_rms_norm, "demo_vllm::fused_add_rms_
 # ---------------------------------------------------------------- the layer
 
 class DecoderLayer(nn.Module):
-    """One rank's share of the layer over ``tp`` ranks (``tp = 1``: the whole layer)."""
+    """One rank's share of the layer over ``tp`` ranks (``tp = 1``: the whole layer) at ``size`` (``SMALL``)."""
 
-    def __init__(self, tp: int = 1, bug: str | None = None) -> None:
+    def __init__(self, tp: int = 1, bug: str | None = None, size: dict | None = None) -> None:
         super().__init__()
-        self.tp, self.bug = tp, bug
-        self.q_heads, self.kv_heads = HEADS // tp, max(1, KV_HEADS // tp)   # tp > 2: each kv head on tp/2 ranks
-        self.input_norm = nn.Parameter(torch.ones(HIDDEN))
-        self.post_norm = nn.Parameter(torch.ones(HIDDEN))
-        self.qkv = nn.Parameter(torch.empty((self.q_heads + 2 * self.kv_heads) * HEAD_DIM, HIDDEN))
-        self.o = nn.Parameter(torch.empty(HIDDEN, self.q_heads * HEAD_DIM))
-        self.gate_up = nn.Parameter(torch.empty(2 * FFN // tp, HIDDEN))
-        self.down = nn.Parameter(torch.empty(HIDDEN, FFN // tp))
+        n = size or SMALL
+        self.tp, self.bug, self.head_dim = tp, bug, n["head_dim"]
+        self.q_heads, self.kv_heads = n["heads"] // tp, max(1, n["kv_heads"] // tp)   # tp > kv heads: copies
+        self.input_norm = nn.Parameter(torch.ones(n["hidden"]))
+        self.post_norm = nn.Parameter(torch.ones(n["hidden"]))
+        self.qkv = nn.Parameter(torch.empty((self.q_heads + 2 * self.kv_heads) * n["head_dim"], n["hidden"]))
+        self.o = nn.Parameter(torch.empty(n["hidden"], self.q_heads * n["head_dim"]))
+        self.gate_up = nn.Parameter(torch.empty(2 * n["ffn"] // tp, n["hidden"]))
+        self.down = nn.Parameter(torch.empty(n["hidden"], n["ffn"] // tp))
         self.group = dist.group.WORLD.group_name if tp > 1 else None
 
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
@@ -132,13 +139,13 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         h, residual = torch.ops.demo_vllm.fused_add_rms_norm(x, residual, self.input_norm, EPS)
-        q, k, v = F.linear(h, self.qkv).split(
-            [self.q_heads * HEAD_DIM, self.kv_heads * HEAD_DIM, self.kv_heads * HEAD_DIM], dim=-1)
+        d = self.head_dim
+        q, k, v = F.linear(h, self.qkv).split([self.q_heads * d, self.kv_heads * d, self.kv_heads * d], dim=-1)
         q, k = torch.ops.demo_vllm.rotary_embedding(q, k, cos, sin)
-        q = q.unflatten(-1, (self.q_heads, HEAD_DIM)).transpose(0, 1)           # [heads, tokens, head_dim]
-        k, v = (t.unflatten(-1, (self.kv_heads, HEAD_DIM)).transpose(0, 1).repeat_interleave(self.q_heads // self.kv_heads, 0)
+        q = q.unflatten(-1, (self.q_heads, d)).transpose(0, 1)           # [heads, tokens, head_dim]
+        k, v = (t.unflatten(-1, (self.kv_heads, d)).transpose(0, 1).repeat_interleave(self.q_heads // self.kv_heads, 0)
                 for t in (k, v))
-        ctx = (q @ k.transpose(1, 2) * HEAD_DIM ** -0.5).softmax(-1) @ v
+        ctx = (q @ k.transpose(1, 2) * d ** -0.5).softmax(-1) @ v
         h = self.reduce(F.linear(ctx.transpose(0, 1).flatten(1), self.o))
         h, residual = torch.ops.demo_vllm.fused_add_rms_norm(h, residual, self.post_norm, EPS)
         out = self.reduce(F.linear(torch.ops.demo_vllm.silu_and_mul(F.linear(h, self.gate_up)), self.down))
@@ -158,23 +165,28 @@ def merged(name: str, parts: list[tuple[int, list[int]]], dim: int = 0) -> str:
 BUGS = {"no_all_reduce": "the row-parallel outputs are not all-reduced"}
 
 
-def make_case(tp: int = 2, bug: str | None = None) -> CaptureCase:
-    """The layer on ``tp`` ranks (1, 2, 4 or 8; beyond 2 each key/value head is held by ``tp / 2`` ranks, and
-    the merged weight has one equation per copy) against one device; ``bug``: one of ``BUGS``."""
-    if HEADS % tp or tp % KV_HEADS and KV_HEADS % tp:
-        raise ValueError(f"tp={tp} must divide the {HEADS} query heads and divide or be a multiple of the {KV_HEADS} "
+def make_case(tp: int = 2, bug: str | None = None, size: dict | None = None) -> CaptureCase:
+    """The layer on ``tp`` ranks (1, 2, 4 or 8; beyond the key/value heads each is held by several ranks, and
+    the merged weight has one equation per copy) against one device; ``bug``: one of ``BUGS``; ``size``: ``SMALL``
+    (default) or ``FULL`` (too large to decide element by element: ``pvcert verify`` reduces it, docs/stages.md)."""
+    n = size or SMALL
+    heads, kv_heads, hd, ffn = n["heads"], n["kv_heads"], n["head_dim"], n["ffn"]
+    if heads % tp or tp % kv_heads and kv_heads % tp:
+        raise ValueError(f"tp={tp} must divide the {heads} query heads and divide or be a multiple of the {kv_heads} "
                          "key/value heads")
-    rep = lambda n: [f"{n}@r{r}" for r in range(tp)]   # noqa: E731
-    q, kv, copies = HEADS // tp * HEAD_DIM, max(1, KV_HEADS // tp) * HEAD_DIM, max(1, tp // KV_HEADS)
+    rep = lambda t: [f"{t}@r{r}" for r in range(tp)]   # noqa: E731
+    q, kv, copies = heads // tp * hd, max(1, kv_heads // tp) * hd, max(1, tp // kv_heads)
     ranks, kv_ranks = list(range(tp)), [list(range(j, tp, copies)) for j in range(copies)]   # one copy of each
-    act, table = (TOKENS, HIDDEN), (TOKENS, HEAD_DIM // 2)
+    act, table = (n["tokens"], n["hidden"]), (n["tokens"], hd // 2)
     rel = {"x": rep("x"), "residual": rep("residual"), "cos": rep("cos"), "sin": rep("sin"),
            "input_norm": rep("input_norm"), "post_norm": rep("post_norm"),
            "qkv": [merged("qkv", [(q, ranks), (kv, held), (kv, held)]) for held in kv_ranks],
-           "gate_up": [merged("gate_up", [(FFN // tp, ranks)] * 2)],
+           "gate_up": [merged("gate_up", [(ffn // tp, ranks)] * 2)],
            "o": [f"concat({', '.join(f'o@r{r}' for r in range(tp))}, dim=1)"],
            "down": [f"concat({', '.join(f'down@r{r}' for r in range(tp))}, dim=1)"]}
-    return CaptureCase(f"vllm_layer_tp{tp}", spec=lambda: DecoderLayer(), impl=lambda r, w: DecoderLayer(w, bug),
+    tag = "" if n == SMALL else "_full" if n == FULL else "_" + "_".join(f"{k}{v}" for k, v in n.items())
+    return CaptureCase(f"vllm_layer_tp{tp}{tag}", spec=lambda: DecoderLayer(size=n),
+                       impl=lambda r, w: DecoderLayer(w, bug, n),
                        world_size=tp, inputs={"x": act, "residual": act, "cos": table, "sin": table},
                        input_relation=rel, expect={"out": rep("out"), "residual_out": rep("residual_out")},
                        output_names=["out", "residual_out"], declared=DECLARED, spec_distributed=True)

@@ -88,4 +88,19 @@ theorem quotient (ns ds : List (Term R)) (p : ∃ t ∈ ns, t.m = []) (q : ∃ t
     R.lt R.zero (R.div (sum R ns) (sum R ds)) :=
   R.div_pos (positive R ns p) (positive R ds q)
 
+/-- Agda: `squares` (an RMS norm's argument, certificates/stages.py `evident`) -/
+def squares : List R.A → R.A
+  | [] => R.zero
+  | x :: xs => R.add (R.mul x x) (squares xs)
+
+/-- Agda: `squares≥0` -/
+theorem squares_nonneg : ∀ xs, R.le R.zero (squares R xs)
+  | [] => R.zero_le_zero
+  | x :: xs => R.add_nonneg (R.square x) (squares_nonneg xs)
+
+/-- Agda: `rms` -/
+theorem rms (xs : List R.A) (k eps alpha : R.A) (hk : R.le R.zero k) (he : R.lt R.zero eps)
+    (ha : R.lt R.zero alpha) : R.lt R.zero (R.add (R.mul (squares R xs) k) (R.mul alpha eps)) :=
+  R.add_pos_right (R.mul_nonneg (squares_nonneg R xs) hk) (R.mul_pos ha he)
+
 end Pvcert.Composition.Positivity
