@@ -1,4 +1,4 @@
-"""Witness values for ``refinement.spec_defined``: rational intervals ``[lo, hi]``, exact at points; what is not
+"""Witness values for ``chain.witnessed``: rational intervals ``[lo, hi]``, exact at points; what is not
 decided raises ``ArithmeticError`` (docs/certificates.md, "The definedness witness is exact")."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 from contextlib import contextmanager
 from typing import Iterator
 
-from .poly import NUMERIC, Q, Rat, apply
+from .poly import CALL, NUMERIC, Q, Rat, apply
 
 INCREASING = ("exp", "log", "sqrt")
 SMOOTH = ("tanh", "sigmoid", "gelu", "gelu_tanh", "gelu_grad", "gelu_tanh_grad", "sin", "cos")
@@ -17,12 +17,12 @@ _ON: list = [False]   # open: True, or the precise values to use (certificates/p
 
 @contextmanager
 def boxes(precise: dict | None = None) -> Iterator[None]:
-    """While open, ``call`` encloses functions of ``Box`` values, by ``precise`` where it has one (``_outward``)."""
-    saved, _ON[0] = _ON[0], precise or True
+    """While open, ``call`` (as ``poly.call``) encloses functions of ``Box`` values, by ``precise`` where it can."""
+    saved, _ON[0], CALL[0] = _ON[0], precise or True, call
     try:
         yield
     finally:
-        _ON[0] = saved
+        _ON[0], CALL[0] = saved, call if saved else apply
 
 
 def _outward(q, rounding):
@@ -114,3 +114,4 @@ def call(fn: str, *args):
     if fn == "exp":   # underflowing, here x < -693: e^x > 4^x >= 4^floor(x) > 0
         low = max(low, Q(1, 4 ** -math.floor(x.lo)))
     return Box(low, hi + w + m * (1 + abs(hi)))
+

@@ -6,9 +6,10 @@ import math
 import numpy as np
 
 from . import refinement
+from .box import Box, boxes
 from .errors import Rejected, Unsupported, fail_if, field
 from .graph import Graph, Node, _fail_if, evaluate, require_families
-from .limits import Limits
+from .limits import DEFAULT, Limits
 from .obligations import decide, graph_artifact, integer_ranges, key, obligation, subgraph, summary
 from .refinement import Outcome, Relation, check
 
@@ -66,9 +67,15 @@ class Chain:
             self.reused += 1  # the same statement modulo renaming, under this step's names
             pairs = [(s, str(e)) for s, es in rout.items() for e in es]
             return [Outcome(s, e, c.elements, dict(c.methods)) for (s, e), c in zip(pairs, cached)]
-        out = self.check(ls, li, rin, rout, self.limits, strict=False)
+        out = self.check(ls, li, rin, rout, self.limits, strict=False, defined=witnessed)
         self.cache[k] = out
         return out
+
+
+
+def witnessed(spec: Graph, limits: Limits = DEFAULT, precise: dict | None = None) -> str | None:
+    """``refinement.spec_defined`` on enclosing intervals (certificates/box.py, by ``precise`` values where given)."""
+    return refinement.spec_defined(spec, limits, enclose=(Box, lambda: boxes(precise)))
 
 
 # ---------------------------------------------------------------- replay of refinement claims
@@ -88,12 +95,9 @@ def replay_refinement(claim: dict, evidence: dict, arts: dict, where: str, limit
     unrelated = [t for t in spec.outputs if t not in rout]
     fail_if(unrelated, Rejected, f"the claim does not relate spec output '{unrelated and unrelated[0]}'")
     method = evidence.get("method")
-    if method == "whole-graph":
-        detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits)
-    elif method == "per-operator":
-        detail = _per_operator(spec, impl, rin, rout, evidence, where, limits, check, precise)
-    else:
-        raise Rejected(f"evidence method {method!r} is not known to this checker")
+    fail_if(method not in ("whole-graph", "per-operator"), Rejected, f"evidence method {method!r} is not known to this checker")
+    detail = _whole_graph(spec, impl, rin, rout, evidence, where, limits) if method == "whole-graph" else \
+        _per_operator(spec, impl, rin, rout, evidence, where, limits, check, precise)
     return f"{spec.name} refined by {impl.name}{under}: {detail}"
 
 
@@ -106,7 +110,7 @@ def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str
     if set(claimed) != derived:
         extra = sorted(map(str, set(claimed) ^ derived))[:1]
         raise Rejected(f"evidence obligations do not match the claim's output relation: {extra}")
-    outcomes = refinement.check(spec, impl, rin, rout, limits)
+    outcomes = refinement.check(spec, impl, rin, rout, limits, defined=witnessed)
     for o in outcomes:
         fail_if(not o.holds, Rejected, o.failure)
         if claimed[(o.spec, o.expr)] != o.elements:
@@ -148,6 +152,5 @@ def _per_operator(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: st
         fail_if(not o.holds, Rejected, f"expectation not met: {o.failure}")
         outcomes.append(o)
     # each step assumed its operator's conditions: all at once
-    if any(o.assumed for o in outcomes) and (why := refinement.spec_defined(spec, limits, precise=precise)):
-        raise Rejected(why)
+    fail_if(why := any(o.assumed for o in outcomes) and witnessed(spec, limits, precise), Rejected, why)
     return f"{len(steps)} steps, {len(prover.cache)} distinct obligations ({prover.reused} reused), {summary(outcomes)}"

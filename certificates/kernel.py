@@ -148,8 +148,7 @@ def float_of_bits(b: int, width: int) -> Rat:
     f = struct.unpack(fmt[0], struct.pack(fmt[1], b & fmt[2]))[0]
     if f in (float("inf"), float("-inf")):
         return Inf(1 if f > 0 else -1)
-    if f != f:
-        raise Unsupported(f"NaN float constant {b:#x}")
+    fail_if(f != f, Unsupported, f"NaN float constant {b:#x}")
     return Rat.of(Fraction(f))
 
 
@@ -600,8 +599,7 @@ class Replay:
             else:
                 raise Rejected(f"{where}: malformed {ev[0]} event")
         left = [t.lin for t in self.th if t.state != "exit"]
-        if left:
-            raise Rejected(f"the schedule ends with thread {left[0]} not exited ({len(left)} in all)")
+        fail_if(left, Rejected, f"the schedule ends with thread {left and left[0]} not exited ({len(left)} in all)")
         return {f"{self.tensor(a)[0]}[{self.tensor(a)[1]}]": v for a, v in self.gmem.items()}
 
     def bar(self, bid, cnt, ranges, where: str) -> None:

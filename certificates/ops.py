@@ -10,8 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .dtypes import bounds, cast, to_real
-from .box import call
-from .poly import MAX_EXPONENT, Rat, to_fraction
+from .poly import MAX_EXPONENT, Rat, call, side_conditions, to_fraction
 
 REQ = object()  # marks a required attribute
 Shape = tuple[int, ...]
@@ -528,12 +527,18 @@ def _affine(y, xs):
     return y
 
 
+def _rstd(x, squares, ax, eps):
+    """``1 / sqrt(mean(squares) + eps)``: > 0 where eps > 0 (agda Positivity.rms), so no side condition is recorded."""
+    with side_conditions(None if _scalar(eps) <= 0 else False):
+        return 1 / _sqrt(_mean(squares, ax) + _lift(x, _scalar(eps)))
+
+
 def _layer_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
     mean = _mean(x, ax)
     c = x - mean
-    rstd = 1 / _sqrt(_mean(c * c, ax) + _lift(x, _scalar(a["eps"])))
+    rstd = _rstd(x, c * c, ax, a["eps"])
     return [_affine(c * rstd, xs), mean, rstd]
 
 
@@ -550,7 +555,7 @@ def _rms_norm(xs, a):
     x = xs[0]
     ax = _norm_axes(x.shape, a)
     eps = a["eps"] if a["eps"] is not None else 1.1920928955078125e-07  # float32 epsilon, as torch
-    return [_affine(x * (1 / _sqrt(_mean(x * x, ax) + _lift(x, _scalar(eps)))), xs[:2])]
+    return [_affine(x * _rstd(x, x * x, ax, eps), xs[:2])]
 
 
 op("aten.native_layer_norm.default", "input weight? bias?", {"normalized_shape": REQ, "eps": REQ},

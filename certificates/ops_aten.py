@@ -6,12 +6,11 @@ import math
 
 import numpy as np
 
-from .box import call
 from .dtypes import bounds, cast
 from .ops import (INT_DTYPES, REQ, _CREATE, _along_dim, _dim, _exp, _fail_if, _full, _integral, _lift, _log, _maximum,
                   _red_dims, _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
 from .ops_grad import _same2, _step
-from .poly import Rat, to_fraction
+from .poly import Rat, call, to_fraction
 
 _MAX = np.frompyfunc(lambda u, v: call("max", u, v), 2, 1)
 

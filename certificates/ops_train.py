@@ -4,8 +4,7 @@ batch normalization and its backward (no running statistics), and MoE routing (`
 import numpy as np
 
 from .ops import REQ, _fail_if, _lift, _scalar, _sqrt, is_sym, op
-from .box import call
-from .poly import NUMERIC, to_fraction
+from .poly import NUMERIC, call, to_fraction
 
 
 def _channel_sum(v: np.ndarray) -> np.ndarray:   # of v [N, C, *]: [C]

@@ -37,10 +37,11 @@ _SIDE: list[Cond] | None = None
 
 
 @contextmanager
-def side_conditions() -> Iterator[list[Cond]]:
-    """Collect the side condition of each partial operation on a non-constant value (constants out of domain raise)."""
+def side_conditions(collect: bool | None = True) -> Iterator[list[Cond]]:
+    """Collect the side condition of each partial operation on a non-constant value (constants out of domain raise);
+    ``collect`` False: none meanwhile (shown apart, ``ops._rstd``), None: as before."""
     global _SIDE
-    saved, _SIDE = _SIDE, []
+    saved, _SIDE = _SIDE, [] if collect else _SIDE if collect is None else None
     try:
         yield _SIDE
     finally:
@@ -386,6 +387,14 @@ def apply(fn: str, *args) -> Rat:
     name = name if len(name) <= 256 else f"{fn}#{hashlib.sha256(name.encode()).hexdigest()}"   # docs/proofs.md
     ATOMS.setdefault(name, (fn, args))
     return Rat(Poly.atom(name))
+
+
+CALL: list = [apply]   # how the operators apply a function (``call``); ``box.boxes`` swaps in its enclosures
+
+
+def call(fn: str, *args):
+    """``fn(args)`` as the operators apply it: ``apply``, or while a witness is evaluated ``box.call``."""
+    return CALL[0](fn, *args)
 
 
 def _positive(p: Poly) -> bool:

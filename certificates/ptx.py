@@ -436,8 +436,7 @@ def _entry(stmts: list, i: int, file: str) -> tuple[Kernel, int]:
     regs, kvars, instrs, labels, scopes, n_scopes = {}, {}, [], {}, [{}], 0   # scopes: each brace's renaming
     while scopes:
         i += 1
-        if i >= len(stmts):
-            raise Malformed(f"{file}:{line}", f"entry {name}: missing closing '}}'")
+        fail_if(i >= len(stmts), Malformed, f"{file}:{line}", f"entry {name}: missing closing '}}'")
         sl, kind, t, _ = stmts[i]
         sctx = _Ctx(file, sl, t, scopes[-1])
         if kind == "open":
@@ -533,8 +532,7 @@ def _resolve(k: Kernel) -> None:
             raise err(ins, f"`{ins.opcode}` needs a [memory] {'destination' if mem == 0 else 'source'}")
         if ins.guard and ins.guard[0] not in k.regs:
             raise err(ins, f"undeclared predicate {ins.guard[0]}")
-        if ins.op == "bra" and not isinstance(ins.operands[0], Sym):
-            raise err(ins, "bra takes one label")
+        fail_if(ins.op == "bra" and not isinstance(ins.operands[0], Sym), err, ins, "bra takes one label")
         for o in ins.operands:
             check(ins, o)
 

@@ -12,7 +12,6 @@ from typing import Callable
 import numpy as np
 
 from . import intervals, terms
-from .box import Box, boxes
 from .dtypes import bounds
 from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .graph import Graph, Tensor, evaluate
@@ -64,8 +63,7 @@ def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
     return None
 
 
-def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool,
-                   limits: Limits = DEFAULT) -> Relation:
+def parse_relation(obj, spec: Graph, impl: Graph, where: str, inputs_only: bool, limits: Limits = DEFAULT) -> Relation:
     """Parse ``{spec tensor: [clean expression, ...]}`` and check names and shapes."""
     fail_if(not isinstance(obj, dict), Malformed, where, "relation must be an object {spec tensor: [expressions]}")
     rel: Relation = {}
@@ -245,8 +243,8 @@ def _concrete(graph: Graph, env: dict, point: dict) -> dict:
 
 
 def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT,
-          strict: bool = True, run=intervals.evaluate, assignments=integer_cases) -> list[Outcome]:
-    """Decide ``inputs => outputs`` for all impl input values (symbolically; ``run``, ``assignments``: symint.py)."""
+          strict: bool = True, run=intervals.evaluate, assignments=integer_cases, defined=None) -> list[Outcome]:
+    """Decide ``inputs => outputs`` for all impl input values (``run``, ``assignments``: symint.py; ``defined``: below)."""
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     exprs = {(s, str(t)): t for s, ts in outputs.items() for t in ts}
     outcomes = {k: Outcome(*k) for k in exprs}
@@ -271,7 +269,7 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
         # satisfiable (``spec_defined``), and only once the impl's are shown to follow from them.
         undefined = f"impl fails: {failed}" if failed else definedness(s_side, i_side) if i_side else None
         if s_side and not undefined and not shown_defined:
-            undefined, shown_defined = spec_defined(spec, limits), True
+            undefined, shown_defined = (defined or spec_defined)(spec, limits), True
         if undefined:
             for o in outcomes.values():
                 o.failure = o.failure or (f"{undefined} (integer inputs {point})" if point else undefined)
@@ -285,10 +283,10 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
     return list(outcomes.values())
 
 
-def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16, precise: dict | None = None) -> str | None:
-    """Why the spec is not shown defined at some input (None: it is at a random rational input, with
-    every partial operation decided exactly or on an enclosing interval, certificates/box.py)."""
-    rng = random.Random(0)
+def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16, enclose: tuple | None = None) -> str | None:
+    """Why the spec is not shown defined at some input (None: at a random rational input no side condition is left);
+    ``enclose``: (``box.Box``, a maker of ``box.boxes``) to decide them on enclosing intervals, ``chain.witnessed``."""
+    rng, wrap = random.Random(0), enclose[0] if enclose else Rat.of
     for _ in range(tries):
         env = {}
         for n in spec.inputs:
@@ -299,12 +297,13 @@ def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16, precise
                 env[n] = vals.astype(bool if t.dtype == "bool" else np.int64).reshape(t.shape)
             else:  # multiples of 1/64 in the declared sampling range, else in one of three
                 lo, hi = t.range or rng.choice([(-1, 1), (0.5, 2), (-2, -0.5)])
-                vals = [Box(Q(rng.randint(math.ceil(64 * lo), math.floor(64 * hi)), 64)) for _ in range(size)]
+                vals = [wrap(Q(rng.randint(math.ceil(64 * lo), math.floor(64 * hi)), 64)) for _ in range(size)]
                 env[n] = np.array(vals, dtype=object).reshape(t.shape)
         try:
-            with boxes(precise):
+            with enclose[1]() if enclose else side_conditions() as side:
                 evaluate(spec, env, True, limits)
-            return None
+            if not side:
+                return None
         except (Unsupported, ArithmeticError, ValueError):
             continue
     return "the spec is not shown defined at any input (its side conditions may be unsatisfiable)"

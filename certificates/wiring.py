@@ -144,8 +144,7 @@ class Run:
     def block(self, r: tuple, f: dict, env: dict) -> tuple[tuple, int | None]:
         # the TP group of a block instance, holding r at position t, and the layer, which r must hold
         g, lay = self.group(self.tp_group, self.dims["tp"], env), f["layer"](env) if "layer" in f else None
-        if g[r[1]] != r:
-            raise Fault(f"TP group {[list(x) for x in g]} does not hold this rank at position t={r[1]}")
+        fail_if(g[r[1]] != r, Fault, f"TP group {[list(x) for x in g]} does not hold this rank at position t={r[1]}")
         fail_if(lay is not None and self.own.get(r[:2], {}).get(lay) != r[2], Fault, f"layer {lay} is not held by this rank")
         if f["do"] != "opt" and (*r[:2], lay) in self.updated:     # R's blocks read the step's initial parameters
             raise Fault(f"{f['do']} of layer {lay} runs after its update (it would read the new parameters)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from certificates.refinement import spec_defined
+from certificates.chain import witnessed as spec_defined
 from certificates.graph import parse_graph
 from verifier.ir import GraphBuilder
 

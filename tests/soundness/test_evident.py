@@ -73,7 +73,9 @@ def test_a_power_is_evident_for_a_natural_exponent(k, total):
 
 def test_an_evident_norm_is_verified_without_the_spec_shown_defined(tmp_path, monkeypatch):
     import certificates.refinement as refinement
-    monkeypatch.setattr(refinement, "spec_defined", lambda *a, **k: "must not be needed")
+    import verifier.stages.run as run
+    for module in (refinement, run):
+        monkeypatch.setattr(module, "spec_defined", lambda *a, **k: "must not be needed")
     res = verify_staged(_norms(RMS))
     assert res.verified, res.failure
     ok, why = _replay(staged_certificate(res), tmp_path)
@@ -104,3 +106,23 @@ def test_a_stage_like_an_evident_one_is_not_matched_to_it(tmp_path):
     st[second].update(proved_by=first, key=st[first]["key"])
     ok, why = _replay(matched, tmp_path)
     assert not ok and "(rsqrt1): its key is not the key of its obligation" in why, why
+
+
+@pytest.mark.parametrize("target, kw", [("aten.native_layer_norm.default", dict(normalized_shape=[3])),
+                                        ("aten.rms_norm.default", dict(normalized_shape=[3]))])
+@pytest.mark.parametrize("eps, recorded", [(1e-5, False), (0, True), (-1e-5, True)])
+def test_a_norm_records_its_root_only_without_a_positive_eps(target, kw, eps, recorded):
+    """``ops._rstd``: ``1 / sqrt(mean(squares) + eps)`` is > 0 for eps > 0 (``Positivity.rms``), so its side conditions
+    go unrecorded; with eps 0 or < 0 they are recorded as before (a constant row makes the variance 0)."""
+    from certificates.graph import evaluate
+    from certificates.poly import Rat, side_conditions
+    import numpy as np
+    s = GraphBuilder("spec", 1)
+    s.input("X", [2, 3], "activation")
+    s.node(target, ["X"], ["Y", "M", "R"] if "layer" in target else "Y", name="op", eps=eps, **kw)
+    s.output("Y")
+    spec = parse_graph(s.build(), "spec")
+    x = np.array([[Rat.var(f"x{i}{j}") for j in range(3)] for i in range(2)], dtype=object)
+    with side_conditions() as side:
+        evaluate(spec, {"X": x}, True)
+    assert bool(side) == recorded

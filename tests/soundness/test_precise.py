@@ -12,7 +12,7 @@ from certificates.box import Box, boxes, call
 from certificates.graph import parse_graph
 from certificates.poly import Q
 from certificates.precise import PRECISE
-from certificates.refinement import spec_defined
+from certificates.chain import witnessed as spec_defined
 from verifier.ir import GraphBuilder
 
 mpmath = pytest.importorskip("mpmath")

@@ -28,7 +28,8 @@ from certificates.graph import Graph, Node, evaluate
 from certificates.limits import Limits
 from certificates.obligations import cone
 from certificates.ops import INT_DTYPES
-from certificates.refinement import Outcome, Relation, spec_defined
+from certificates.chain import witnessed
+from certificates.refinement import Outcome, Relation
 
 from .. import direct
 from ..case import Case
@@ -395,7 +396,7 @@ def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int
                 break
             inf.outcomes.append(out)
     if inf.failure is None and any(o.assumed for o in inf.outcomes):  # as the checker's replay
-        why = spec_defined(r.spec, limits, precise=precise)
+        why = witnessed(r.spec, limits, precise)
         if why:
             inf.failure = Failure(None, why, {}, {})
     inf.obligations, inf.reused = len(prover.cache), prover.reused
