@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 
-from .dtypes import bounds, cast
-from .ops import (INT_DTYPES, REQ, _CREATE, _along_dim, _dim, _exp, _fail_if, _full, _integral, _lift, _log, _maximum,
+from .dtypes import cast
+from .ops import (REQ, _CREATE, _dim, _exp, _fail_if, _full, _integral, _lift, _log, _maximum,
                   _red_dims, _red_shape, _scalar, _sigmoid, _slice_index, _slice_shape, _bcast, is_sym, op)
 from .ops_grad import _same2, _step
+from .ops_index import _index_shape, _ints
 from .poly import Rat, call, to_fraction
 
 _MAX = np.frompyfunc(lambda u, v: call("max", u, v), 2, 1)
@@ -63,9 +64,6 @@ def _tri(x, a, lower: bool):
 
 _ew("aten.tril.default", lambda x, a: _tri(x, a, True), {"diagonal": 0})
 _ew("aten.triu.default", lambda x, a: _tri(x, a, False), {"diagonal": 0})
-op("aten.cumsum.default", "self", {"dim": REQ, "dtype": None}, shape=_along_dim)(lambda xs, a: [np.cumsum(
-    (x := xs[0] if a["dtype"] is None else cast(xs[0], a["dtype"], a["_symbolic"])).reshape(x.shape or (1,)),
-    axis=_dim(a["dim"], x.ndim)).reshape(x.shape)])
 
 
 # ---------------------------------------------------------------- reductions
@@ -123,21 +121,6 @@ op("aten.scalar_tensor.default", "", {"s": REQ, "dtype": None}, shape=lambda s, 
 
 # ---------------------------------------------------------------- creation, scatter and gather
 
-def _arange_n(a) -> int:
-    s, e, st = a["start"], a["end"], a["step"]
-    _fail_if(not all(type(v) is int for v in (s, e, st)) or st == 0 or (e - s) * st < 0,
-             f"arange({s}, {e}, {st}): only integer bounds with a step toward the end are supported")
-    n = -(-(e - s) // st)
-    lo, hi = bounds(a["dtype"]) if a["dtype"] in INT_DTYPES[:-1] else (-math.inf, math.inf)
-    _fail_if(n and not lo <= min(s, s + (n - 1) * st) <= max(s, s + (n - 1) * st) <= hi, f"arange beyond {a['dtype']}")
-    return n
-
-
-op("aten.arange.start aten.arange.start_step aten.arange.default", "", {"start": 0, "end": REQ, "step": 1,
-   "dtype": None}, shape=lambda s, a: [(_arange_n(a),)])(
-    lambda xs, a: [a["start"] + a["step"] * np.arange(_arange_n(a), dtype=np.int64)])
-
-
 def _refuse(why: str):
     return lambda xs, a: _fail_if(True, why)
 
@@ -146,21 +129,6 @@ _EMPTY = _refuse("the values of an uninitialized tensor (empty) are undefined; n
 op("aten.empty.memory_format", "", {"size": REQ, "dtype": None}, **_CREATE)(_EMPTY)
 op("aten.new_empty_strided.default", "self", {"size": REQ, "stride": REQ, "dtype": None}, **_CREATE)(_EMPTY)
 op("aten.empty_like.default", "self", {"dtype": None}, shape=lambda s, a: [s[0]])(_EMPTY)
-
-
-def _index_shape(s, a):
-    _fail_if(len(s) < 2 or len(s) - 1 > len(s[0]), f"index of {s[0]} by {len(s) - 1} index tensors")
-    return [_bcast(*s[1:]) + tuple(s[0][len(s) - 1:])]
-
-
-def _ints(t, what: str, lo: int, hi: int):
-    _fail_if(is_sym(t) or t.dtype.kind not in "iu", f"{what} indices must be integer tensors")
-    _fail_if(t.size and (t.min() < lo or t.max() >= hi), f"{what} index out of range [{lo}, {hi})")
-    return t
-
-
-op("aten.index.Tensor", "self+indices", shape=_index_shape, variadic=True)(
-    lambda xs, a: [xs[0][tuple(_ints(t, "index", -n, n) for t, n in zip(xs[1:], xs[0].shape))]])
 
 
 def _scatter_shape(s, a):

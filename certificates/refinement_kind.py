@@ -1,5 +1,5 @@
 """The ``refinement`` kind's entry: refinement over the core, backward and ATen operator families
-(``ops``, ``ops_grad``, ``ops_aten``), booleans decided as 0/1 variables first (``symint.py``), the spec's
+(``ops``, ``ops_grad``, ``ops_index``, ``ops_aten``), booleans decided as 0/1 variables first (``symint.py``), the spec's
 definedness witness with precise values (``precise.py``), z3 and cvc5 as provers (``smt.py``); training operators and approximations are
 ``training-refinement``'s."""
 
@@ -9,7 +9,7 @@ from .chain import replay_refinement
 from .graph import CORE
 from .limits import Limits
 
-FAMILIES = CORE + ("ops_aten",)
+FAMILIES = CORE + ("ops_aten", "ops_index")
 
 
 def replay(claim: dict, evidence: dict, arts: dict, where: str, limits: Limits) -> str:

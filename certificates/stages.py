@@ -6,10 +6,13 @@ import hashlib
 import itertools
 import math
 
-from . import graph, obligations, ops_grad, refinement, shapes, terms  # noqa: F401 (its operators: graph.CORE)
+import numpy as np
+
+from . import graph, obligations, ops_grad, ops_index, refinement, shapes, terms  # noqa: F401 (its operators: STAGED)
 from .graph import Graph, Node
-from .errors import Malformed, Rejected, fail_if, field
+from .errors import CheckError, Malformed, Rejected, fail_if, field
 from .limits import Limits
+from .ops import _red_dims
 from .refinement import Outcome, Relation
 from .solve import provers
 
@@ -27,20 +30,61 @@ def _stage(s, i: int, where: str) -> tuple:
 TOTAL = set("""add sub rsub mul neg clone alias detach contiguous lift_fresh_copy view _unsafe_view reshape permute
 transpose t expand unsqueeze squeeze slice cat split split_with_sizes mm bmm addmm linear matmul sum mean gelu relu
 gelu_backward threshold_backward wait_tensor exp tanh sigmoid silu silu_backward _softmax softmax _log_softmax
-log_softmax _softmax_backward_data native_layer_norm layer_norm rms_norm native_layer_norm_backward""".split())
+log_softmax _softmax_backward_data native_layer_norm layer_norm rms_norm native_layer_norm_backward cos sin""".split())
+STAGED = graph.CORE + ("ops_index",)   # the operator families a staged claim trusts: in-graph positions and masks too
 LOOKUPS = ("aten.embedding.default", "aten.embedding_dense_backward.default")   # total where the indices are rows
 
 
-def evident(spec: Graph, node: Node) -> bool:
-    """Whether ``node``'s side condition holds at every input by its form (agda/Composition/Positivity.agda, ``rms``):
-    ``x^k`` with k in N; ``rsqrt(m + eps)``, ``m`` a mean or sum of ``x^2`` over a nonempty axis and ``eps > 0``."""
-    p, k = [node], node.attrs.get("exponent")
+def constants(spec: Graph, limits: Limits) -> dict:
+    """The spec's tensors made from no input (in-graph positions and masks), evaluated exactly at full size: integers
+    and booleans, and real tensors within ``limits``; a node that fails to evaluate is left out (it assumes)."""
+    known, big = {}, dataclasses.replace(limits, max_elements=limits.max_elements << 6)
+    for n in spec.nodes:
+        if all(t is None or t in known for t in n.inputs) and all(math.prod(spec.tensors[t].shape) <= (
+                big if spec.tensors[t].is_int else limits).max_elements for t in n.outputs):
+            try:
+                known.update(graph.evaluate(obligations.subgraph(spec, n.name, [n], n.outputs),
+                                            {t: known[t] for t in n.inputs if t}, True, big))
+            except (CheckError, ArithmeticError, ValueError):
+                continue
+    return known
+
+
+def _masked_sum(spec: Graph, t: str, known: dict) -> bool:
+    """``t = sum(where(mask, exp(x), full(0)), dims)`` with a known mask true in every row along ``dims``: > 0 (a sum of
+    exponentials, one at least; agda/Composition/Positivity.agda ``positive``), as SDPA's masked softmax divides by."""
+    s = spec.producer.get(t)
+    w = s and s.target == "aten.sum.dim_IntList" and spec.producer.get(s.inputs[0])
+    e, z = (spec.producer.get(x) for x in w.inputs[1:]) if w and w.target == "aten.where.self" else (None, None)
+    if not (e and e.target == "aten.exp.default" and z and z.target == "aten.full.default" and z.attrs["fill_value"] == 0
+            and w.inputs[0] in known):
+        return False
+    shape = spec.tensors[w.outputs[0]].shape
+    return bool(np.broadcast_to(known[w.inputs[0]], shape).any(axis=tuple(_red_dims(s.attrs, len(shape)))).all())
+
+
+def _pos(*vs) -> bool:
+    return all(type(v) in (int, float, bool) and v > 0 for v in vs)
+
+
+def evident(spec: Graph, node: Node, known: dict) -> bool:
+    """Whether ``node``'s side condition holds at every input, by its form (agda/Composition/Positivity.agda): made from
+    no input and evaluated (``known``); a finite constant or padding; ``x^k`` with k in N; a division by a constant > 0
+    or by a masked sum of exponentials (``_masked_sum``); ``rsqrt(m + eps)``, ``m`` a mean or sum of ``x^2`` over a
+    nonempty axis (``rms``)."""
+    a, p = node.full_attrs(False), [node]
+    if node.outputs and all(t in known for t in node.outputs):
+        return True
+    if node.target == "aten.pow.Tensor_Scalar":
+        return type(k := a["exponent"]) in (int, float) and k >= 0 and float(k).is_integer()
+    if node.target in ("aten.full.default", "aten.constant_pad_nd.default"):   # a constant, or padding by one
+        return type(v := a.get("fill_value", a.get("value"))) in (int, float, bool) and math.isfinite(v)
+    if node.target in ("aten.div.Scalar", "aten.div.Tensor"):
+        return _masked_sum(spec, node.inputs[1], known) if node.inputs[1:] and node.inputs[1] else _pos(a["other"])
     for t in ("aten.rsqrt.default", "aten.add.Tensor", "aten.mean.dim aten.sum.dim_IntList"):   # an RMS norm's
         p.append(p[-1] and p[-1].target in t.split() and len(p[-1].inputs) == 1 and spec.producer.get(p[-1].inputs[0]))
-    eps = p[3] and [p[1].full_attrs(False)[a] for a in ("other", "alpha")] + [0 not in spec.tensors[p[2].inputs[0]].shape]
-    return type(k) in (int, float) and k >= 0 and float(k).is_integer() if node.target == "aten.pow.Tensor_Scalar" \
-        else bool(p[3]) and p[3].target == "aten.pow.Tensor_Scalar" and p[3].attrs["exponent"] == 2 and all(
-            type(v) in (int, float, bool) and v > 0 for v in eps)
+    return bool(p[3]) and p[3].target == "aten.pow.Tensor_Scalar" and p[3].attrs["exponent"] == 2 and _pos(
+        *map(p[1].full_attrs(False).get, ("other", "alpha"))) and 0 not in spec.tensors[p[2].inputs[0]].shape
 
 
 def held(ls: Graph, rout: Relation, evident: bool = False) -> list[Outcome]:   # a congruence: assuming the spec
@@ -91,13 +135,14 @@ def congruent(node: Node, ls: Graph, li: Graph, rin: Relation, rout: Relation) -
 
 
 def stage(spec: Graph, impl: Graph, rel: Relation, claimed: Relation, op: str | None, ranges: dict, where: str,
-          limits: Limits) -> tuple[str, list[tuple]]:
-    """The stage of ``op`` (None: the expectations): held by congruence, or reduced (docs/stages.md) at each corner."""
+          limits: Limits, known: dict) -> tuple[str, list[tuple]]:
+    """The stage of ``op`` (None: the expectations): held by congruence, or reduced (docs/stages.md) at each corner;
+    ``known``: the spec's ``constants``."""
     node = spec.nodes[spec.position[op]] if op is not None else None
     goal = claimed if node is None else {t: rel[t] for t in node.outputs if t in rel}
     ls, li, rin, rout = obligations.obligation(spec, impl, rel, node, goal, ranges)
     if node is not None and congruent(node, ls, li, rin, rout):   # its key: whether ``evident``
-        return "congruence" + " (evident)" * evident(spec, node), [(ls, li, rin, rout)]
+        return "congruence" + " (evident)" * evident(spec, node, known), [(ls, li, rin, rout)]
     if any(not es for es in rin.values()):   # refused as it is
         return "reduced", [(ls, li, rin, rout)]
     C = shapes.constraints(ls, li, {"input": rin, "output": rout})
@@ -130,7 +175,7 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     """Check a staged refinement claim; raises ``Rejected`` with the reason."""
     big = dataclasses.replace(limits, max_elements=limits.max_elements << 20)   # the full graphs: their shapes only
     spec, impl = (obligations.graph_artifact(arts, field(claim, k, str, where), where, big) for k in ("spec", "impl"))
-    graph.require_families(graph.CORE, where, spec, impl)
+    graph.require_families(STAGED, where, spec, impl)
     rels = {k: refinement.parse_relation(v, spec, impl, f"{where}: {k} relation", k == "input", limits) for k, v in
             (("input", claim.get("input_relation")), ("output", claim.get("output_relation")),
              ("evidence", field(evidence, "relation", dict, where)))}
@@ -144,9 +189,10 @@ def replay_staged(claim: dict, evidence: dict, arts: dict, where: str, limits: L
     missing = [t for t in spec.tensors if t not in rels["input"] and t not in rels["evidence"]]
     fail_if(missing, Rejected, f"spec tensor '{missing and missing[0]}' is not related")
     rel, ranges, keys, outcomes = {**rels["input"], **rels["evidence"]}, obligations.integer_ranges(impl), [], []
+    known = constants(spec, limits)
     for i, (op, by, digest) in enumerate(stages):
         at = f"stage #{i} ({op or 'expectations'})"
-        how, obls = stage(spec, impl, rel, rels["output"], op, ranges, f"{where}: {at}", limits)
+        how, obls = stage(spec, impl, rel, rels["output"], op, ranges, f"{where}: {at}", limits, known)
         keys.append(key(how, obls))
         fail_if(keys[i] != digest, Rejected, f"{at}: its key is not the key of its obligation")
         if by != i:

@@ -214,5 +214,6 @@ def test_ops_lists_the_new_targets(capsys):
     assert line["aten.topk.default"].endswith(" ops_aten (refinement)")
     assert line["aten.native_batch_norm.default"].endswith(" ops_train (training-refinement)")
     assert line["aten.mm.default"].endswith(" ops (every graph claim)")
+    assert line["aten.cumsum.default"].endswith(" ops_index (refinement, staged-refinement)")
     more = {"aten.arange.start", "aten.bernoulli_.float", "aten.empty_like.default"}
     assert set(CASES) | set(INT_OPS) | more <= listed

@@ -125,13 +125,14 @@ def _full_size(case, args: argparse.Namespace, limits: Limits, limit: LimitExcee
 
 
 def _untrusted_by_staged(case) -> str | None:
-    """Why a staged claim would refuse the case's operators (``certificates.graph.CORE``), if it would."""
-    from certificates.graph import CORE, parse_graph, require_families
+    """Why a staged claim would refuse the case's operators (``certificates.stages.STAGED``), if it would."""
+    from certificates.graph import parse_graph, require_families
+    from certificates.stages import STAGED
 
     from .ir import UNBOUNDED
 
     try:
-        require_families(CORE, f"{case.name} (--staged)",
+        require_families(STAGED, f"{case.name} (--staged)",
                          *(parse_graph(g, case.name, UNBOUNDED) for g in (case.spec, case.impl)))
     except CheckError as e:
         return str(e)
@@ -192,7 +193,7 @@ def _verify_staged(case, args: argparse.Namespace, limits: Limits) -> int:
     from .stages.certificate import staged_certificate
     from .stages.run import summary, verify_staged
 
-    why = _untrusted_by_staged(case)   # what a staged claim's checker trusts (certificates/graph.py CORE)
+    why = _untrusted_by_staged(case)   # what a staged claim's checker trusts (certificates/stages.py STAGED)
     if why:
         return _emit(args, Verdict(UNKNOWN, case.name, why, ["verify it without --staged: a refinement claim "
                                                              "trusts the ATen and training operator families"]), 0.0)
@@ -469,8 +470,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_ops(args: argparse.Namespace) -> int:
     from certificates.ops import REGISTRY
 
-    trusted = {"ops": "every graph claim", "ops_grad": "every graph claim", "ops_aten": "refinement",
-               "ops_train": "training-refinement"}   # docs/architecture.md, "Operator families"
+    trusted = {"ops": "every graph claim", "ops_grad": "every graph claim", "ops_index": "refinement, staged-refinement",
+               "ops_aten": "refinement", "ops_train": "training-refinement"}   # docs/architecture.md, "Operator families"
     for target in sorted(REGISTRY):
         o = REGISTRY[target]
         kind, family = "collective" if o.collective else "op", o.run.__module__.rsplit(".", 1)[-1]

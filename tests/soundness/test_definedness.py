@@ -215,7 +215,7 @@ def _forge_staged(cert: dict, bug: Pair) -> dict:
     what an attacker can compute, stage keys and element counts included."""
     from certificates import obligations
     from certificates.refinement import parse_relation
-    from certificates.stages import key, stage
+    from certificates.stages import constants, key, stage
 
     cert = _relate_lower(cert, bug)
     evidence = next(iter(cert["evidence"].values()))
@@ -225,7 +225,7 @@ def _forge_staged(cert: dict, bug: Pair) -> dict:
     goal_all = parse_relation(bug[3], spec, impl, "out", False)
     stages, ranges = [], obligations.integer_ranges(impl)
     for i, node in enumerate(list(spec.nodes) + [None]):
-        how, obls = stage(spec, impl, rel, goal_all, node and node.name, ranges, "forge", Limits())
+        how, obls = stage(spec, impl, rel, goal_all, node and node.name, ranges, "forge", Limits(), constants(spec, Limits()))
         outs = [o for ob in obls for o in obligations.decide(*ob, Limits())] if how == "reduced" else []
         assert all(o.holds for o in outs)   # each stage on its own holds: only the whole spec is undefined
         stages.append({"op": node.name if node else None, "proved_by": i, "key": key(how, obls),

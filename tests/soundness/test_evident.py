@@ -12,7 +12,8 @@ import copy
 import pytest
 
 from certificates.graph import parse_graph
-from certificates.stages import evident, held
+from certificates.limits import Limits
+from certificates.stages import constants, evident, held
 from verifier.case import Case
 from verifier.certificate import artifact
 from verifier.ir import GraphBuilder
@@ -56,7 +57,7 @@ def test_only_an_rms_norm_is_evident(miss):
     spec = parse_graph(case.spec, "spec")
     node = spec.nodes[spec.position["rsqrt0"]]
     how, [(ls, _, _, rout)] = stages_of(case, {t: [t.lower()] for t in spec.tensors})[1]("rsqrt0")
-    assert evident(spec, node) == (miss is None) and how == "congruence" + " (evident)" * (miss is None)
+    assert evident(spec, node, {}) == (miss is None) and how == "congruence" + " (evident)" * (miss is None)
     assert all(o.assumed == (miss is not None) for o in held(ls, rout, how != "congruence"))
 
 
@@ -68,7 +69,7 @@ def test_a_power_is_evident_for_a_natural_exponent(k, total):
     s.node("aten.pow.Tensor_Scalar", ["X"], "Y", name="op", exponent=k)
     s.output("Y")
     spec = parse_graph(s.build(), "spec")
-    assert evident(spec, spec.nodes[0]) == total
+    assert evident(spec, spec.nodes[0], {}) == total
 
 
 def test_an_evident_norm_is_verified_without_the_spec_shown_defined(tmp_path, monkeypatch):
@@ -126,3 +127,88 @@ def test_a_norm_records_its_root_only_without_a_positive_eps(target, kw, eps, re
     with side_conditions() as side:
         evaluate(spec, {"X": x}, True)
     assert bool(side) == recorded
+
+
+def _replicated(build) -> Case:
+    """``build(b, name)`` adds the same nodes to a spec and to a one-rank impl (lower-case names), from input ``X``
+    / ``x`` [2, 3]; every stage is then held by congruence, so only what it assumes decides the claim."""
+    s, g = GraphBuilder("spec", 1), GraphBuilder("impl", 1)
+    s.input("X", [2, 3], "activation")
+    g.input("x", [2, 3], "activation")
+    build(s, str.upper)
+    build(g, str.lower)
+    s.output("Y")
+    g.output("y")
+    return Case("r", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+
+
+def _masked_softmax(mask: list, exp_first: bool = True):
+    """``Y = where(M, exp(X), 0) / sum(...)`` with ``M`` built in the graph from positions: ``arange(2)[:, None] >=
+    arange(3)`` (causal), or ``>`` where ``mask`` is "none" (its first row all false)."""
+    def build(b, n):
+        p = b.node("aten.arange.default", [], n("p"), name="p", end=3, out_dtype="int64")
+        q = b.node("aten.arange.default", [], n("q"), name="q", end=2, out_dtype="int64")
+        qq = b.node("aten.unsqueeze.default", [q], n("qq"), name="qq", dim=1)
+        m = b.node("aten.ge.Tensor" if mask == "causal" else "aten.gt.Tensor", [qq, p], n("m"), name="m",
+                   out_dtype="bool")
+        e = b.node("aten.exp.default", [n("X")], n("e"), name="e")
+        z = b.node("aten.full.default", [], n("z"), name="z", size=[2, 3], fill_value=0, out_dtype="float32")
+        w = b.node("aten.where.self", [m, e, z] if exp_first else [m, z, e], n("w"), name="w", out_dtype="float32")
+        s = b.node("aten.sum.dim_IntList", [w], n("s"), name="s", dim=[-1], keepdim=True)
+        b.node("aten.div.Tensor", [w, s], n("Y"), name="div")
+    return _replicated(build)
+
+
+@pytest.mark.parametrize("mask, exp_first, shown", [("causal", True, True), ("none", True, False),
+                                                    ("causal", False, False)],
+                         ids=["causal mask", "a row all masked", "exponentials where the mask is false"])
+def test_a_masked_softmax_divides_by_a_positive_sum_only_where_every_row_has_a_true(mask, exp_first, shown):
+    """SDPA's masked softmax divides by ``sum(where(mask, exp(x), 0))``: > 0 when the mask, built in the graph and
+    evaluated at full size (``stages.constants``), has a true in every row. A row all false, or the exponentials on
+    the false side (here every row still has one, so the claim holds, shown defined at a point instead), assume."""
+    case = _masked_softmax(mask, exp_first)
+    spec = parse_graph(case.spec, "spec")
+    how, _ = stages_of(case, {t: [t.lower()] for t in spec.tensors})[1]("div")
+    assert how == "congruence" + " (evident)" * shown
+
+
+def test_a_certificate_over_a_mask_with_a_row_all_false_is_rejected(tmp_path):
+    """The causal claim's certificate carried over to the mask ``>`` (its first row all false: 0 / 0 there, the spec
+    defined nowhere), every stage proving itself with honest keys: the division assumes, and the spec is not shown
+    defined, so the replay REJECTs."""
+    res = verify_staged(_masked_softmax("causal"))
+    assert res.verified, res.failure
+    cert, bad = staged_certificate(res), _masked_softmax("none")
+    cert["subject"]["artifacts"] = [artifact("spec", bad.spec), artifact("impl", bad.impl)]
+    cert["evidence"]["r"]["relation"] = {t: [t.lower()] for t in bad.spec["tensors"] if t != "X"}
+    ok, why = _replay(rekeyed(cert, bad), tmp_path)
+    assert not ok and "not shown defined" in why, why
+    ok, why = _replay(rekeyed(staged_certificate(res), _masked_softmax("causal")), tmp_path)
+    assert ok, why
+
+
+@pytest.mark.parametrize("node, ok", [(("aten.full.default", [], dict(size=[2, 3], fill_value=2.0)), True),
+                                      (("aten.full.default", [], dict(size=[2, 3], fill_value=float("inf"))), False),
+                                      (("aten.div.Scalar", ["X"], dict(other=4)), True),
+                                      (("aten.div.Scalar", ["X"], dict(other=0)), False),
+                                      (("aten.div.Scalar", ["X"], dict(other=-4)), False),
+                                      (("aten.constant_pad_nd.default", ["X"], dict(pad=[1, 0], value=0)), True),
+                                      (("aten.constant_pad_nd.default", ["X"], dict(pad=[1, 0], value=float("nan"))),
+                                       False),
+                                      (("aten.index.Tensor", ["X", "I"], {}), False),
+                                      (("aten.arange.default", [], dict(end=3, out_dtype="int64")), True)],
+                         ids=["full 2", "full inf", "div by 4", "div by 0", "div by -4", "pad by 0", "pad by nan",
+                              "index out of range", "positions"])
+def test_constants_and_their_near_misses(node, ok):
+    """A finite ``full`` or padding, a division by a constant > 0, a node made from no input that evaluates: evident;
+    an infinite or NaN constant, a divisor 0 or < 0 (defined, but not shown so here), an input-free index out of
+    range (it fails to evaluate, so it is not ``known``): not; positions (``arange``, evaluated): evident."""
+    target, ins, kw = node
+    s = GraphBuilder("spec", 1)
+    s.input("X", [2, 3], "activation")
+    if "I" in ins:   # positions 0..3 index X's 2 rows: out of range
+        s.node("aten.arange.default", [], "I", name="i", end=4, out_dtype="int64")
+    s.node(target, ins, "Y", name="op", **kw)
+    s.output("Y")
+    spec = parse_graph(s.build(), "spec")
+    assert evident(spec, spec.nodes[-1], constants(spec, Limits())) == ok

@@ -20,7 +20,7 @@ from certificates.limits import Limits
 from certificates.obligations import decide, integer_ranges
 from certificates.refinement import parse_relation
 from certificates.replay import replay
-from certificates.stages import key, stage
+from certificates.stages import constants, key, stage
 from verifier import direct, workloads
 from verifier.case import Case
 from verifier.certificate import artifact
@@ -157,7 +157,8 @@ def stages_of(full: Case, relation: dict) -> tuple:
     spec, impl = parse_graph(full.spec, "spec"), parse_graph(full.impl, "impl")
     r = direct.prepare(full, Limits())
     rel = {**{t: [] for t in spec.tensors}, **r.inputs, **parse_relation(relation, spec, impl, "forge", False)}
-    return spec, lambda op: stage(spec, impl, rel, r.expect, op, integer_ranges(impl), "forge", Limits())
+    known = constants(spec, Limits())
+    return spec, lambda op: stage(spec, impl, rel, r.expect, op, integer_ranges(impl), "forge", Limits(), known)
 
 
 def forge(full: Case, small: Case, fix: dict | None = None) -> dict:

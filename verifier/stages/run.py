@@ -37,7 +37,7 @@ from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation
 from certificates.obligations import integer_ranges
 from certificates.refinement import spec_defined
-from certificates.stages import decide, held, key as stage_key, stage
+from certificates.stages import constants, decide, held, key as stage_key, stage
 
 from .. import direct
 from ..case import Case
@@ -118,11 +118,11 @@ class Staged:
     def __init__(self, payload: tuple) -> None:
         (sj, ij), self.rels = payload
         self.spec, self.impl = parse_graph(sj, "staged spec", UNBOUNDED), parse_graph(ij, "staged impl", UNBOUNDED)
-        self.ranges = integer_ranges(self.impl)
+        self.ranges, self.known = integer_ranges(self.impl), constants(self.spec, Limits())
 
     def stage(self, op: str | None) -> tuple[str, list[tuple]]:
         rel = {**self.rels["input"], **self.rels["evidence"]}
-        return stage(self.spec, self.impl, rel, self.rels["output"], op, self.ranges, "staged", UNBOUNDED)
+        return stage(self.spec, self.impl, rel, self.rels["output"], op, self.ranges, "staged", UNBOUNDED, self.known)
 
 
 def payload(res: StagedResult) -> tuple:
