@@ -2,8 +2,8 @@
 tensor-parallel through DTensor, with the planted bugs of ``examples/models/hf_models.py`` ``BUGS``: at a
 medium size (a 1024 x 256 embedding, over the element limit after the shape reduction) ``pvcert verify``
 runs both graphs at full size, REFUTES each bug with an executed counterexample and locates it by value at
-the spec operator the per-operator engine names at the cases' default (small) sizes; the correct models
-keep their LIMIT."""
+the spec operator the per-operator engine names at the cases' default (small) sizes; the correct models are
+VERIFIED on the shape-reduced graphs."""
 
 import pytest
 
@@ -37,6 +37,8 @@ def test_planted_bug_refuted_at_full_size_where_the_engine_locates_it(model, bug
 
 
 @pytest.mark.parametrize("model", ["llama", "qwen2"])
-def test_correct_model_keeps_its_limit(model, tmp_path, capsys):
+def test_correct_model_is_verified(model, tmp_path, capsys):
+    """The correct model, too large to decide element by element, is VERIFIED on the shape-reduced graphs (until the
+    twenty-fifth session its in-graph positions and mask kept it at full size: a LIMIT after four draws)."""
     code, out = _verify(tmp_path, capsys, model, None, MEDIUM)
-    assert code == 3 and "no counterexample at full size (4 draws" in out and "REFUTED" not in out
+    assert code == 0 and "verifying on the shape-reduced graphs" in out and "VERIFIED" in out, out

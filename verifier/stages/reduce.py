@@ -20,6 +20,7 @@ from certificates import shapes, terms
 from certificates.errors import LimitExceeded, Unsupported
 from certificates.refinement import _uses
 from certificates.limits import Limits
+from certificates.stages import constants
 
 from .. import direct
 from ..case import Case
@@ -37,6 +38,7 @@ class Reduction:
     volume: tuple[int, int] = (0, 0)             # elements over all tensors, full and reduced
     full: tuple = ()                             # the full-size (spec, impl, relations) the classes reduce
     relaxed: bool = False                        # mixed axes reduced (``MIXED``)
+    constants: dict[str, list] = field(default_factory=dict)   # spec tensor made from no input -> equal impl ones
 
 
 # Pins of axes whose values are only mixed along them (a normalization, a mean, a sum into a gradient): the graphs
@@ -57,6 +59,52 @@ def _fits(case: Case, reduced: tuple, divisors: dict[Axis, tuple[int, str]], lim
                 raise LimitExceeded(f"{case.name}: {side} tensor '{t}' is still {list(v.shape)} after the shape "
                                     f"reduction ({operators_of(obj, t)}), over {limits.max_elements} elements; "
                                     f"{why or 'no axis reduces further'}")
+
+
+def _cut(case: Case, r) -> tuple[Case, dict[str, list]] | None:
+    """The case without the nodes that make tensors from no input which the spec and the impl both make (in-graph
+    positions and masks, counted along the sequence: no reduction rule reduces them), those the rest reads becoming
+    inputs related to the impl's equal ones (for inference, a boolean always true: a mask at reduced size is not the
+    full one's), and every such spec tensor's equal impl tensors (``stages.constants``, exact at full size; the
+    checker holds their stages by congruence). None: nothing to cut."""
+    graphs = {"spec": (r.spec, case.spec), "impl": (r.impl, case.impl)}
+    known = {side: constants(g, Limits()) for side, (g, _) in graphs.items()}
+
+    def value(v: np.ndarray) -> tuple:   # exact: integers by their bytes, reals (``Rat``s) by their text
+        return v.shape, str(v.dtype), v.tobytes() if v.dtype != object else repr(v.tolist())
+
+    def made(g, t: str) -> tuple:
+        n = g.producer[t]
+        return n.target, n.attrs, n.outputs.index(t)
+    by_value: dict[tuple, list[str]] = {}
+    for u, v in known["impl"].items():
+        by_value.setdefault(value(v), []).append(u)
+    equal = {}
+    for t, v in known["spec"].items():   # those made as the spec's is first: their stages hold by congruence
+        if us := by_value.get(value(v)):
+            equal[t] = [u for u in us if made(r.impl, u) == made(r.spec, t)] or us
+    both = {"spec": set(equal), "impl": {u for us in equal.values() for u in us}}
+    if not equal:
+        return None
+    objs, rel = {}, dict(case.input_relation)
+    for side, (g, raw) in graphs.items():
+        cut = {n.name for n in g.nodes if n.outputs and all(t in both[side] for t in n.outputs)}
+        rest = [n for n in raw["nodes"] if n["name"] not in cut]
+        read = {t for n in rest for t in n["inputs"] if t} | set(raw["outputs"])
+        bound = [t for t in known[side] if t in both[side] and t in read]
+        obj = {**raw, "nodes": rest, "inputs": raw["inputs"] + bound, "tensors": {k: dict(v) for k, v in
+                                                                                raw["tensors"].items()}}
+        for t in bound:
+            v, info = known[side][t], obj["tensors"][t]
+            info["role"] = "mask" if v.dtype == bool else "index" if g.tensors[t].is_int else "activation"
+            if g.tensors[t].is_int:
+                info["range"] = [1, 2] if v.dtype == bool else [int(v.min()), int(v.max()) + 1]
+        obj["tensors"] = {k: v for k, v in obj["tensors"].items() if k in read or k in {
+            x for n in rest for x in n["outputs"]} or k in obj["inputs"]}
+        objs[side] = obj
+        if side == "spec":
+            rel.update({t: equal[t] for t in bound})
+    return Case(case.name, objs["spec"], objs["impl"], rel, case.expect), equal
 
 
 def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls: dict[Axis, Axis],
@@ -112,6 +160,10 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True, ev
     sizes kept apart between all classes, not only those that share a tensor (``_distinct``)."""
     limits = limits or Limits()
     r = direct.prepare(case, UNBOUNDED)   # shapes only: the reduced case must fit ``limits`` (``_fits``)
+    full, equal = (r.spec, r.impl, {"input": r.inputs, "output": r.expect}), {}
+    if cut := _cut(case, r):
+        case, equal = cut
+        r = direct.prepare(case, UNBOUNDED)
     rels = {"input": r.inputs, "output": r.expect}
     scaled = [t for rel in rels.values() for t, es in rel.items() if any(_uses(e, ("scale", "mean")) for e in es)]
     if scaled:   # inference at reduced sizes would meet the claim's full-size constant (the checker takes it)
@@ -150,8 +202,8 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True, ev
             for k, n in enumerate(v.shape):
                 sizes[(side, t, k)] = (n, rg.tensors[t].shape[k])
     kept = [c for c in classes.values() if c["divisor"] == 1 and c["axes"] and c["full"] > 1]
-    return Reduction(reduced, listed, kept, sizes, (_volume(r.spec, r.impl), _volume(rspec, rimpl)),
-                     (r.spec, r.impl, rels), relaxed)
+    return Reduction(reduced, listed, kept, sizes, (_volume(*full[:2]), _volume(rspec, rimpl)), full, relaxed,
+                     {t: [terms.Ref(u) for u in us] for t, us in equal.items()})
 
 
 def lift(red: Reduction, rel: dict[str, list], rspec, rimpl) -> dict[str, list]:

@@ -132,7 +132,7 @@ def payload(res: StagedResult) -> tuple:
                                              {"input": inf.prepared.inputs, "output": inf.prepared.expect})
     found = {t: es for t, es in inf.relation.items() if t not in spec.inputs}
     if red:
-        found = lift(red, found, inf.prepared.spec, inf.prepared.impl)
+        found = {**lift(red, found, inf.prepared.spec, inf.prepared.impl), **red.constants}
         lost = [t for t, es in found.items() if not es]
         fail_if(lost, Unsupported, f"no relation of '{lost and lost[0]}' found keeps to the shape reduction")
     found = {t: _plain(es) for t, es in found.items()}
