@@ -86,12 +86,12 @@ def _cut(case: Case, r) -> tuple[Case, dict[str, list]] | None:
     both = {"spec": set(equal), "impl": {u for us in equal.values() for u in us}}
     if not equal:
         return None
-    objs, rel = {}, dict(case.input_relation)
+    objs, bounds = {}, {}
     for side, (g, raw) in graphs.items():
         cut = {n.name for n in g.nodes if n.outputs and all(t in both[side] for t in n.outputs)}
         rest = [n for n in raw["nodes"] if n["name"] not in cut]
         read = {t for n in rest for t in n["inputs"] if t} | set(raw["outputs"])
-        bound = [t for t in known[side] if t in both[side] and t in read]
+        bounds[side] = bound = [t for t in known[side] if t in both[side] and t in read]
         obj = {**raw, "nodes": rest, "inputs": raw["inputs"] + bound, "tensors": {k: dict(v) for k, v in
                                                                                 raw["tensors"].items()}}
         for t in bound:
@@ -102,9 +102,10 @@ def _cut(case: Case, r) -> tuple[Case, dict[str, list]] | None:
         obj["tensors"] = {k: v for k, v in obj["tensors"].items() if k in read or k in {
             x for n in rest for x in n["outputs"]} or k in obj["inputs"]}
         objs[side] = obj
-        if side == "spec":
-            rel.update({t: equal[t] for t in bound})
-    return Case(case.name, objs["spec"], objs["impl"], rel, case.expect), equal
+    rel = {t: [u for u in equal[t] if u in bounds["impl"]] for t in bounds["spec"]}
+    if not all(rel.values()) or set(bounds["impl"]) - {u for us in rel.values() for u in us}:
+        return None   # an input either graph would read unrelated
+    return Case(case.name, objs["spec"], objs["impl"], {**case.input_relation, **rel}, case.expect), equal
 
 
 def _distinct(C: shapes.Constraints, divisors: dict[Axis, tuple[int, int]], cls: dict[Axis, Axis],
