@@ -22,13 +22,12 @@ from typing import Callable
 import numpy as np
 
 from certificates import terms
-from certificates.chain import Chain
+from certificates.chain import Chain, witnessed
 from certificates.errors import LimitExceeded, Unsupported
 from certificates.graph import Graph, Node, evaluate
 from certificates.limits import Limits
 from certificates.obligations import cone
 from certificates.ops import INT_DTYPES
-from certificates.chain import witnessed
 from certificates.refinement import Outcome, Relation
 
 from .. import direct
