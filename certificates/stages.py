@@ -91,8 +91,9 @@ def held(ls: Graph, rout: Relation, shown: bool = False) -> list[Outcome]:   # a
     node, a = ls.nodes[0], ls.nodes[0].full_attrs(False)                       # defined unless TOTAL or ``shown``
     lookup = node.op.target in LOOKUPS and (r := ls.tensors[node.inputs[1]].range) is not None and 0 <= r[0] and \
         r[1] <= a.get("num_weights", ls.tensors[node.inputs[0]].shape[0])   # every index a row
-    partial = not (lookup or shown) and (node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values())) \
-        or (eps := a.get("eps")) is not None and not (type(eps) in (int, float) and eps > 0)
+    partial = not (lookup or shown) and (node.target.split(".")[1] not in TOTAL or any(v.is_int for v in ls.tensors.values())
+                                         or any(0 in ls.tensors[x].shape for x in node.inputs if x)) \
+        or (eps := a.get("eps")) is not None and not (type(eps) in (int, float) and eps > 0)   # a mean of nothing: 0/0
     return [Outcome(t, str(e), n := math.prod(ls.tensors[t].shape), {"congruence": n}, assumed=partial)
             for t, es in rout.items() for e in es]
 

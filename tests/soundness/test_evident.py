@@ -212,3 +212,34 @@ def test_constants_and_their_near_misses(node, ok):
     s.output("Y")
     spec = parse_graph(s.build(), "spec")
     assert evident(spec, spec.nodes[-1], constants(spec, Limits())) == ok
+
+
+@pytest.mark.parametrize("target, kw, out", [("aten.mean.dim", dict(dim=[-1], keepdim=True), "Y"),
+                                             ("aten.native_layer_norm.default", dict(normalized_shape=[0], eps=1e-5),
+                                              ["Y", "M", "R"]),
+                                             ("aten.rms_norm.default", dict(normalized_shape=[0], eps=1e-5), "Y")],
+                         ids=["mean", "layer norm", "rms norm"])
+def test_a_mean_over_an_empty_axis_is_not_total(target, kw, out, tmp_path):
+    """A mean (or a norm) over an empty axis divides by 0: the spec is defined nowhere. Held by congruence it must
+    assume the node defined, so the claim needs the spec shown defined, which fails: the certificate of the same
+    claim on a nonempty axis, carried over with honest keys, is REJECTed (with the node taken as total it was a
+    proof under an impossible assumption: ACCEPTed)."""
+    def case(n: int) -> Case:
+        s, g = GraphBuilder("spec", 1), GraphBuilder("impl", 1)
+        for b, low in ((s, str.upper), (g, str.lower)):
+            b.input(low("X"), [2, n], "activation")
+            b.node(target, [low("X")], [low(o) for o in out] if isinstance(out, list) else low(out), name="op",
+                   **{k: [n] if k == "normalized_shape" else v for k, v in kw.items()})
+        s.output("Y")
+        g.output("y")
+        return Case("e", s.build(), g.build(), {"X": ["x"]}, {"Y": ["y"]})
+    empty = case(0)
+    spec = parse_graph(empty.spec, "spec")
+    how, [(ls, _, _, rout)] = stages_of(empty, {t: [t.lower()] for t in spec.tensors})[1]("op")
+    assert how == "congruence" and all(o.assumed for o in held(ls, rout))
+    res = verify_staged(case(3))
+    assert res.verified, res.failure
+    cert = staged_certificate(res)
+    cert["subject"]["artifacts"] = [artifact("spec", empty.spec), artifact("impl", empty.impl)]
+    ok, why = _replay(rekeyed(cert, empty), tmp_path)
+    assert not ok and "not shown defined" in why, why
