@@ -20,3 +20,4 @@ import Composition.Booleans
 import Composition.Congruence
 import Composition.Intervals
 import Composition.Positivity
+import ShapeReduction.Indexed

@@ -5,7 +5,7 @@ import itertools
 import math
 import numpy as np
 
-from . import refinement
+from . import refinement, solve
 from .box import Box, boxes
 from .errors import Rejected, Unsupported, fail_if, field
 from .graph import Graph, Node, _fail_if, evaluate, require_families
@@ -67,7 +67,7 @@ class Chain:
             self.reused += 1  # the same statement modulo renaming, under this step's names
             pairs = [(s, str(e)) for s, es in rout.items() for e in es]
             return [Outcome(s, e, c.elements, dict(c.methods)) for (s, e), c in zip(pairs, cached)]
-        out = self.check(ls, li, rin, rout, self.limits, strict=False, defined=witnessed)
+        out = self.check(ls, li, rin, rout, self.limits, strict=False, defined=witnessed, solver=solve)
         self.cache[k] = out
         return out
 
@@ -110,7 +110,7 @@ def _whole_graph(spec: Graph, impl: Graph, rin, rout, evidence: dict, where: str
     if set(claimed) != derived:
         extra = sorted(map(str, set(claimed) ^ derived))[:1]
         raise Rejected(f"evidence obligations do not match the claim's output relation: {extra}")
-    outcomes = refinement.check(spec, impl, rin, rout, limits, defined=witnessed)
+    outcomes = refinement.check(spec, impl, rin, rout, limits, defined=witnessed, solver=solve)
     for o in outcomes:
         fail_if(not o.holds, Rejected, o.failure)
         if claimed[(o.spec, o.expr)] != o.elements:

@@ -15,7 +15,6 @@ from .ops import MOVES, ShapeError, _fail_if, _scalar, is_sym
 from .poly import NUMERIC, Rat, apply
 
 BOX: dict[str, tuple[int, int]] = {}   # variable -> [lo, hi) of the case being decided
-EQS: dict[tuple, np.ndarray] = {}   # (v - lo, rows, a row) -> row * eq(v - lo, k) for k < rows, made once
 NUMERIC.update({"sel": lambda i, *rows: rows[min(max(round(i), 0), len(rows) - 1)],
                 "eq": lambda i, k: float(round(i) == round(k))})
 
@@ -78,14 +77,10 @@ def _embedding(xs, a, why):
 def _embedding_backward(xs, a, why):
     (g, idx), n = xs, a["num_weights"]
     _fail_if(a["scale_grad_by_freq"], "scale_grad_by_freq is not supported")
-    out, seen = np.full((n, g.shape[-1]), Rat.of(0), dtype=object), []   # seen: the rows added to so far
-    for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):
+    out = np.full((n, g.shape[-1]), Rat.of(0), dtype=object)
+    for row, x in zip(g.reshape(-1, g.shape[-1]), idx.ravel()):   # row r0 + k adds row * eq(v - lo, k)
         at, r0, r1 = _rows(x, n, why)
-        key = (at if at is None else at.n.key(), r1 - r0, tuple((y.n.key(), y.d.key()) for y in map(Rat.of, row)))
-        if key not in EQS:   # row r0 + k adds row * eq(v - lo, k)
-            EQS[key] = row * np.array([apply("eq", at, k) if at is not None else 1 for k in range(r1 - r0)])[:, None]
-        out[r0:r1] = EQS[key] if all(r1 <= s0 or s1 <= r0 for s0, s1 in seen) else out[r0:r1] + EQS[key]
-        seen.append((r0, r1))
+        out[r0:r1] += row * np.array([apply("eq", at, k) if at is not None else 1 for k in range(r1 - r0)])[:, None]
     out[[p for p in [a["padding_idx"]] if 0 <= p < n]] = Rat.of(0)   # the padding row: nothing added
     return [out]
 
@@ -142,7 +137,6 @@ class Cases:
 
     def __init__(self, box: dict, envs: tuple, concrete, limits: Limits):
         self.todo, self.envs, self.concrete, self.limits, self.count, self.cut = [box], envs, concrete, limits, 0, None
-        EQS.clear()   # kept for the cases of one obligation
 
     def __iter__(self):
         while self.todo:

@@ -17,7 +17,6 @@ from .errors import LimitExceeded, Malformed, Unsupported, fail_if
 from .graph import Graph, Tensor, evaluate
 from .limits import DEFAULT, Limits, canonical_bytes
 from .poly import ATOMS, Q, Cond, Poly, Rat, apply, side_conditions
-from .solve import PROVERS, Verdict, decide, variables
 
 Relation = dict[str, list[terms.Term]]
 
@@ -41,23 +40,19 @@ def substitute(x: Rat, point: dict[str, int]) -> Rat:
             total = total + term
         return total
 
-    return poly(x.n) / poly(x.d)
+    return poly(x.n) / poly(x.d) if any(v in point or v in ATOMS for v in x.atoms()) else x   # else: unchanged
 
 
 def _unique(cs: list[Cond]) -> dict[tuple[str, str], Cond]:
     return {(k, str(v)): (k, v) for k, v in cs}
 
 
-def definedness(spec: list[Cond], impl: list[Cond]) -> str | None:
-    """Why the impl's side conditions are not shown to follow from the spec's (None: they are).
-    That the spec's are satisfiable is shown apart (``refinement.spec_defined``)."""
+def definedness(spec: list[Cond], impl: list[Cond], implied=None) -> str | None:
+    """Why the impl's side conditions are not shown to follow from the spec's (None: they are; ``implied``: by a
+    prover, solve.py). That the spec's are satisfiable is shown apart (``refinement.spec_defined``)."""
     hyps = _unique(spec)
     for k, c in _unique(impl).items():
-        if k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps):
-            continue
-        names = variables(c[1])
-        relevant = [h for h in hyps.values() if variables(h[1]) & names]
-        if not any(p.implied(relevant, c) for p in PROVERS):
+        if not (k in hyps or (k[0] != ">0" and (">0", k[1]) in hyps) or implied and implied(list(hyps.values()), c)):
             return (f"the impl may be undefined where the spec is defined: {c[1]} {c[0][:-1]} 0 "
                     "does not follow from the spec's side conditions")
     return None
@@ -198,6 +193,14 @@ def _binding_problem(elements: list, taken: set[int], flat: list) -> str | None:
 
 
 @dataclass
+class Verdict:
+    holds: bool | None                 # True proved, False refuted, None unknown
+    method: str                        # normal-form | z3 | cvc5 | numeric | concrete; or why not proved
+    witness: dict[str, float] | None = None
+    values: tuple[float, float] | None = None
+
+
+@dataclass
 class Outcome:
     """The result of one output equation ``spec == expr``."""
 
@@ -242,9 +245,10 @@ def _concrete(graph: Graph, env: dict, point: dict) -> dict:
     return out
 
 
-def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT,
-          strict: bool = True, run=intervals.evaluate, assignments=integer_cases, defined=None) -> list[Outcome]:
-    """Decide ``inputs => outputs`` for all impl input values (``run``, ``assignments``: symint.py; ``defined``: below)."""
+def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT, strict: bool = True,
+          run=intervals.evaluate, assignments=integer_cases, defined=None, solver=None) -> list[Outcome]:
+    """Decide ``inputs => outputs`` for all impl input values (``run``, ``assignments``: symint.py; ``defined``: below;
+    ``solver``: solve.py, numeric refutation and the provers; without it, by normal forms alone)."""
     spec_env, impl_env = instantiate(spec, impl, inputs, lambda label, t: Rat.var(label), limits, strict)
     exprs = {(s, str(t)): t for s, ts in outputs.items() for t in ts}
     outcomes = {k: Outcome(*k) for k in exprs}
@@ -267,7 +271,7 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
             raise failed
         # Definedness (DESIGN.md rule 4): assume only the spec's side conditions, shown
         # satisfiable (``spec_defined``), and only once the impl's are shown to follow from them.
-        undefined = f"impl fails: {failed}" if failed else definedness(s_side, i_side) if i_side else None
+        undefined = f"impl fails: {failed}" if failed else definedness(s_side, i_side, solver and solver.implied) if i_side else None
         if s_side and not undefined and not shown_defined:
             undefined, shown_defined = (defined or spec_defined)(spec, limits), True
         if undefined:
@@ -279,7 +283,7 @@ def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits:
             o.assumed = max(o.assumed, len(hyps))
         for (s, e), o in outcomes.items():
             if not o.failure:
-                _compare(o, s_vals[s], np.asarray(terms.evaluate(exprs[s, e], i_vals.__getitem__)), point, limits, hyps)
+                _compare(o, s_vals[s], np.asarray(terms.evaluate(exprs[s, e], i_vals.__getitem__)), point, limits, hyps, solver)
     return list(outcomes.values())
 
 
@@ -309,7 +313,7 @@ def spec_defined(spec: Graph, limits: Limits = DEFAULT, tries: int = 16, enclose
     return "the spec is not shown defined at any input (its side conditions may be unsatisfiable)"
 
 
-def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: Limits, hyps: list) -> None:
+def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: Limits, hyps: list, solver) -> None:
     at = f" (integer inputs {point})" if point else ""
     for idx in np.ndindex(*lhs.shape):
         limits.tick()
@@ -318,7 +322,8 @@ def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: 
             v = Verdict(True, "concrete") if a == b else Verdict(False, "concrete", {}, (a, b))
         else:   # equal normal forms at once (Rat.equals' first case), else decided
             v = Verdict(True, "normal-form") if type(a) is Rat is type(b) and a.d.t == b.d.t and a.n.t == b.n.t else \
-                decide(Rat.of(a), Rat.of(b), seed=len(o.methods), hyps=hyps)
+                solver.decide(Rat.of(a), Rat.of(b), seed=len(o.methods), hyps=hyps) if solver else \
+                Verdict(Rat.of(a).equals(Rat.of(b)) or None, "normal-form")
         o.elements += 1
         if v.holds:
             o.methods[v.method] = o.methods.get(v.method, 0) + 1
@@ -329,7 +334,8 @@ def _compare(o: Outcome, lhs: np.ndarray, rhs: np.ndarray, point: dict, limits: 
             more = " ..." if v.witness and len(v.witness) > 6 else ""
             o.failure = f"{where}: differ, e.g. {v.values[0]:.6g} vs {v.values[1]:.6g} at {shown}{more}"
         else:
-            o.failure = f"{where}: not proved (normal forms differ; numerically equal; solvers undecided)"
+            o.failure = f"{where}: not proved (normal forms differ" + ("; numerically equal; solvers undecided)" if solver
+                                                                        else ")")
         return
 
 

@@ -130,7 +130,7 @@ def _pad_rule(C, I, O, a, why) -> None:
 
 def _embedding_rule(C, I, O, a, why) -> None:
     w, out = I[0], O[0]
-    C.pin(w[0], f"{why}: rows indexed by integer values")
+    C.pin(w[0], f"{why}: rows indexed by integer values")   # lifted by shapes.indexed where the values allow
     C.tie(w[1], out[-1])
     C.bcast(I[1], out[:-1])
 

@@ -10,10 +10,11 @@ from . import terms
 from .errors import Malformed
 from .graph import Graph, _check_shapes
 from .limits import Limits
-from .ops import _dim
-from .refinement import Relation, parse_relation
+from .ops import MOVES, _dim
+from .refinement import Relation, _uses, parse_relation
 from .rules import RULES
 
+INDEXED = "rows indexed by integer values"   # the pin of a table's rows (rules.py), lifted by ``indexed``
 Axis = tuple[str, str, int]  # (side "spec" | "impl" | "term", tensor or term path, axis)
 Site = tuple  # (attribute, list index or None, the axis of a constant | the output axes of a shape)
 
@@ -36,6 +37,8 @@ class Constraints:
     grain: dict[Axis, int] = field(default_factory=dict)          # class root -> its one grain (``settle``)
     sites: dict[tuple[str, str], list[Site]] = field(default_factory=dict)  # per node: attributes to rewrite
     sums: dict[tuple[str, str], list[Axis]] = field(default_factory=dict)   # per node: the axes it sums
+    least: dict[Axis, list] = field(default_factory=dict)   # indexed class root -> the values' tensors (``indexed``)
+    ranges: dict[tuple[str, str], Axis] = field(default_factory=dict)   # (side, tensor) -> its range's axis
     node: tuple[str, str] = ("", "")  # (side, node name) or ("term", path) whose rule runs
 
     def find(self, a: Axis) -> Axis:
@@ -186,12 +189,14 @@ def solve(C: Constraints) -> dict[Axis, tuple[int, int | Fraction]]:
     for a, v, _ in C.scaled:
         units[cls[a]].append((v, C.blocks(a)))
     summed, out = {a for axes in C.sums.values() for a in axes}, {}
-    for root, ms in members.items():
+    for root, ms in sorted(members.items(), key=lambda kv: kv[0] in C.least):   # indexed classes last: ``need``
         if any(m in C.pins for m in ms) or any(n % g for n, g in units[root]):
             out[root] = (1, 0)
             continue
         g, cap = math.gcd(*[n // k for n, k in units[root]]), min(C.size[m] // (2 * C.blocks(m)) for m in ms)
-        ds = [k for k in range(min(g, cap), 0, -1) if g % k == 0] or [1]
+        need = 2 + sum(math.prod(C.size[a] // min(d for d in out.get(cls[a], (1, 0)) if d) for a in C.size if a[:2] == t)
+                       for t in C.least.get(root, ()))   # the values' elements at the largest corner, row and 0
+        ds = [k for k in range(min(g, cap), 0, -1) if g % k == 0 and (root not in C.least or g // k >= need)] or [1]
         out[root] = (ds[0], 0) if not summed & set(ms) else (ds[0], Fraction(g, g // ds[0] + 1)) if 1 < ds[0] and \
             g // ds[0] + 1 < g else (1, 0)
     return {a: out[r] for a, r in cls.items()}
@@ -220,8 +225,9 @@ def _rescale_term(t: terms.Term, path: str, C: Constraints, full: dict[Axis, int
 
 def reduce_graph(g: Graph, side: str, C: Constraints, full: dict[Axis, int], where: str) -> Graph:
     """``g`` with every axis divided by ``full``, its recorded attributes rewritten; every node type-checks again."""
-    tensors = {t: dataclasses.replace(v, shape=tuple(n // full[(side, t, k)] for k, n in enumerate(v.shape)))
-               for t, v in g.tensors.items()}
+    tensors = {t: dataclasses.replace(v, shape=tuple(n // full[(side, t, k)] for k, n in enumerate(v.shape)),
+                                      range=tuple(x // full[C.ranges[(side, t)]] for x in v.range)
+                                      if (side, t) in C.ranges else v.range) for t, v in g.tensors.items()}
     nodes = [dataclasses.replace(n, attrs=_rewrite(dict(n.attrs), C.sites[(side, n.name)], C, full))
              if (side, n.name) in C.sites else n for n in g.nodes]
     for n in nodes:
@@ -238,6 +244,67 @@ def reduce(spec: Graph, impl: Graph, relations: dict[str, Relation], C: Constrai
                                                     for k, e in enumerate(es)] for s, es in rel.items()},
                                                rspec, rimpl, f"{where}: reduced {kind} relation (not justified)",
                                                False, limits) for kind, rel in relations.items()}
+
+
+# What an integer value that indexes rows may reach (agda/ShapeReduction/Indexed.agda, ``natural``): moves, a shift by
+# or a comparison with a scalar, a choice between values, a lookup by it; the constants there scale with the rows.
+UNIFORM = MOVES | set("add sub lt le gt ge eq ne where masked_fill full embedding embedding_dense_backward".split())
+KEYS, CMP = ("other", "value", "fill_value", "num_weights"), set("lt le gt ge eq ne".split())
+
+
+def indexed(C: Constraints, cls: dict[Axis, Axis], graphs: tuple, rels: dict[str, Relation]) -> None:
+    """Unpin the classes of the rows that integer values index (agda/ShapeReduction/Indexed.agda) where every value
+    reaching them comes from an integer input with a range or an integer ``full``, reaches ``UNIFORM`` alone and
+    relations by moves, and every pin of the classes is such a row's, none summed or reshaped: one divisor for them,
+    the values' range bounds and constants scaled with it (``C.ranges``, ``C.sites``), as many rows per block as the
+    values have elements, plus 2 (``C.least``, read by ``solve``)."""
+    src, bad, axes, marks = {}, set(), {}, []   # tensor -> the sources of its values; per source: tables, constants
+    for side, g in graphs:
+        for t in (t for t in g.inputs if g.tensors[t].is_int and g.tensors[t].dtype != "bool"):
+            src[(side, t)] = {(side, t)}
+            bad |= {(side, t)} if g.tensors[t].range is None else set()
+        for n in g.nodes:
+            op, a, ins = n.target.split(".")[1], n.attrs, [t for t in n.inputs if t]
+            ints = [o for o in n.outputs if g.tensors[o].is_int and g.tensors[o].dtype != "bool"]
+            xs = {(side, ints[0])} if op == "full" and ints else set().union(*(src.get((side, t), ()) for t in ins))
+            lookup = op.startswith("embedding") and not a.get("scale_grad_by_freq") and a.get("padding_idx", -1) == -1
+            if xs and (op not in UNIFORM or op in CMP | {"add", "sub"} and (len(ins) > 1 or a.get("alpha", 1) != 1)
+                       or op.startswith("embedding") and not lookup or not (op in CMP or lookup or ints == n.outputs)
+                       or any(g.tensors[t].is_int and g.tensors[t].dtype != "bool" and (side, t) not in src for t in ins)):
+                bad |= xs
+            marks += [(x, side, n.name, k) for x in xs for k in KEYS if type(a.get(k)) is int]
+            for x in xs if lookup else ():
+                axes.setdefault(x, []).append((side, n.outputs[0] if "backward" in op else n.inputs[0], 0))
+            src.update(((side, o), xs) for o in ints if xs and op not in CMP)
+    for rel in rels.values():   # a value meets a relation by moves (no sum or scale)
+        for s, es in rel.items():
+            bad |= set().union(src.get(("spec", s), ()), *(src.get(("impl", r), ()) for e in es for r in terms.refs(e))
+                               ) if any(_uses(e, ("sum", "mean", "scale")) for e in es) else set()
+    groups, summed, g = [], {a for xs in C.sums.values() for a in xs}, dict(graphs)
+    for x in sorted(axes):   # the values that reach rows, grouped where they reach rows of one class
+        xs, roots = {x}, {cls[t] for t in axes[x]}
+        for other in [o for o in groups if o[1] & roots]:
+            groups.remove(other)
+            xs, roots = xs | other[0], roots | other[1]
+        groups.append((xs, roots))
+    for xs, roots in groups:
+        tables, members = [t for x in sorted(xs) for t in axes[x]], [a for a in C.size if cls[a] in roots]
+        if bad & xs or any(not C.pins.get(a, INDEXED).endswith(INDEXED) or a in C.pins and a not in tables or
+                           a in summed or C.blocks(a) != 1 for a in members) or any(cls[v] in roots for v in sum(
+                               C.links, ())):
+            continue
+        for a in members:
+            C.pins.pop(a, None)
+        C.links += [(tables[0], t) for t in tables[1:]]
+        for side, t in (x for x in xs if g[x[0]].tensors[x[1]].range):
+            C.scaled += [(tables[0], abs(v), f"{t}: range") for v in g[side].tensors[t].range]
+            C.ranges[(side, t)] = tables[0]
+        for side, name, k in {m[1:] for m in marks if m[0] in xs}:
+            C.scaled.append((tables[0], abs(g[side].nodes[g[side].position[name]].attrs[k]), f"{name}: {k}"))
+            C.sites.setdefault((side, name), []).append((k, None, tables[0]))
+        C.least[tables[0]] = sorted(xs)
+    cls.update(C.divisor_classes())
+    C.least.update({cls[t]: C.least.pop(t) for t in list(C.least)})
 
 
 # Ops through which a value made by a sum stays affine in it: moves, sums, +, -, and * or / by a free value.

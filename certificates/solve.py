@@ -5,20 +5,12 @@ hold by normal forms alone). ``hyps``, and ``refinement.definedness`` through ``
 
 import random
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator
 
 from .poly import ATOMS, NUMERIC, Cond, Rat
+from .refinement import Verdict
 
 PROVERS: list = []   # each with prove(a, b, hyps) -> its name or None, implied(hyps, cond) -> bool (smt.py)
-
-
-@dataclass
-class Verdict:
-    holds: bool | None                 # True proved, False refuted, None unknown
-    method: str                        # normal-form | z3 | cvc5 | numeric | unknown
-    witness: dict[str, float] | None = None
-    values: tuple[float, float] | None = None
 
 
 def evaluate(x: Rat, env: dict[str, float]) -> float:
@@ -63,6 +55,12 @@ def decide(a: Rat, b: Rat, seed: int = 0, hyps: list[Cond] | tuple = ()) -> Verd
         if name := p.prove(a, b, relevant):
             return Verdict(True, name)
     return Verdict(None, "unknown")
+
+
+def implied(hyps: list[Cond], c: Cond) -> bool:
+    """Whether a prover shows side condition ``c`` from those of ``hyps`` that share a variable with it."""
+    names = variables(c[1])
+    return any(p.implied([h for h in hyps if variables(h[1]) & names], c) for p in PROVERS)
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from .errors import CheckError, Malformed, Rejected, fail_if, field
 from .limits import Limits
 from .ops import _red_dims
 from .refinement import Outcome, Relation
-from .solve import provers
 
 
 def _stage(s, i: int, where: str) -> tuple:
@@ -151,6 +150,7 @@ def stage(spec: Graph, impl: Graph, rel: Relation, claimed: Relation, op: str | 
     for root in {cls[a] for axes in C.sums.values() for a in axes}:
         if why := shapes.affine(C, members := {a for a, r in cls.items() if r == root}, ("spec", ls), ("impl", li)):
             C.pin_all(members, f"summed, not affinely at {why}")
+    shapes.indexed(C, cls, (("spec", ls), ("impl", li)), {"input": rin, "output": rout})
     div = shapes.solve(C)
     summed = sorted({cls[a] for a, (_, second) in div.items() if second})
     out = []
@@ -163,9 +163,9 @@ def stage(spec: Graph, impl: Graph, rel: Relation, claimed: Relation, op: str | 
 
 
 def decide(ls: Graph, li: Graph, rin: Relation, rout: Relation, limits: Limits) -> list:
-    """A reduced stage's obligation, by normal forms alone: staged claims trust no SMT prover (solve.PROVERS)."""
-    with provers(()):
-        return obligations.decide(ls, li, rin, rout, limits)
+    """A reduced stage's obligation, by normal forms alone (``refinement.check`` without a solver): staged claims trust
+    no prover and refute nothing (the engine's full-size run executes counterexamples)."""
+    return obligations.decide(ls, li, rin, rout, limits)
 
 
 def key(how: str, obls: list[tuple]) -> str:

@@ -68,13 +68,13 @@ def _keep_booleans(spec: Graph, impl: Graph, spec_env: dict, impl_env: dict, lim
 
 
 def check(spec: Graph, impl: Graph, inputs: Relation, outputs: Relation, limits: Limits = DEFAULT,
-          strict: bool = True, defined=None) -> list[Outcome]:
+          strict: bool = True, defined=None, solver=None) -> list[Outcome]:
     """``refinement.check``, with boolean inputs as 0/1 variables first where every integer input is boolean."""
     if {impl.tensors[t].dtype for t in impl.inputs if impl.tensors[t].is_int} == {"bool"}:
         try:
-            out = refinement.check(spec, impl, inputs, outputs, limits, strict, evaluate, _keep_booleans, defined)
+            out = refinement.check(spec, impl, inputs, outputs, limits, strict, evaluate, _keep_booleans, defined, solver)
             if all(o.holds for o in out):
                 return out
         except (Unsupported, LimitExceeded):
             pass
-    return refinement.check(spec, impl, inputs, outputs, limits, strict, defined=defined)
+    return refinement.check(spec, impl, inputs, outputs, limits, strict, defined=defined, solver=solver)

@@ -4,6 +4,7 @@ import Pvcert.ShapeReduction.SIMD
 import Pvcert.ShapeReduction.Reduction
 import Pvcert.ShapeReduction.MapAxis
 import Pvcert.ShapeReduction.Summed
+import Pvcert.ShapeReduction.Indexed
 import Pvcert.Composition.Clean
 import Pvcert.Composition.Chain
 import Pvcert.Composition.Template

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from certificates import approx, refinement, terms
+from certificates import approx, refinement, solve, terms
 from certificates.chain import witnessed
 from certificates.errors import Malformed, Unsupported
 from certificates.graph import Graph, Tensor, evaluate
@@ -71,6 +71,21 @@ def prepare(case: Case, limits: Limits) -> Result:
     return Result(case, spec, impl, rin, rout)
 
 
+def _replicas(r: Result, whole) -> tuple[dict, dict] | None:
+    """``refinement.instantiate``'s values at once, where every equation of a spec input after its first names one
+    impl input (a replica) that no other equation reads: each impl input drawn ``whole``, each replica set to its
+    spec input's value; None otherwise."""
+    rest = [e for t in r.spec.inputs for e in r.inputs[t][1:]]
+    named = [e.name for e in rest if isinstance(e, terms.Ref)]
+    if len(named) < len(rest) or len(set(named)) < len(named) or \
+            set(named) & {u for t in r.spec.inputs for u in terms.refs(r.inputs[t][0])}:
+        return None
+    impl_env = {n: whole(n, r.impl.tensors[n]) for n in r.impl.inputs}
+    spec_env = {t: np.asarray(terms.evaluate(r.inputs[t][0], impl_env.__getitem__)) for t in r.spec.inputs}
+    impl_env.update((e.name, spec_env[t].copy()) for t in r.spec.inputs for e in r.inputs[t][1:])
+    return spec_env, impl_env
+
+
 def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0,
                    spread: bool = False) -> tuple[dict, dict]:
     """Values of every spec and impl tensor on random inputs that satisfy the input relation
@@ -81,6 +96,9 @@ def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0,
     Raises ``ImplFailed`` if the impl fails on them (e.g. an index out of range).
     """
     rng, strata = random.Random(seed), {}
+
+    def whole(n: str, t: Tensor) -> np.ndarray:   # ``fresh`` of each element in turn: the same draws
+        return np.array([fresh(n, t) for _ in range(math.prod(t.shape))], dtype=object).reshape(t.shape)
 
     def fresh(label: str, t: Tensor):
         if t.is_int:
@@ -94,7 +112,7 @@ def numeric_values(r: Result, seed: int, limits: Limits, scale: float = 1.0,
         return rng.uniform(*(t.range or (-1.0, 1.0))) * scale   # a float range only guides sampling
 
     try:
-        spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits)
+        spec_env, impl_env = _replicas(r, whole) or refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits)
     except Unsupported:   # an element bound twice: fine where it is the same impl element (a merged weight's
         spec_env, impl_env = refinement.instantiate(r.spec, r.impl, r.inputs, fresh, limits, strict=False)
         if not all(np.array_equal(np.asarray(terms.evaluate(e, impl_env.__getitem__)), spec_env[n])   # repeated
@@ -174,6 +192,6 @@ def verify(case: Case, seed: int = 0, limits: Limits | None = None) -> Result:
                                                 f"spec output; '{unrelated[0]}' has none")
     r.counterexample = refute(r, seed, limits)
     if r.counterexample is None:
-        r.outcomes = refinement.check(r.spec, r.impl, r.inputs, r.expect, limits, defined=witnessed)   # as replay
+        r.outcomes = refinement.check(r.spec, r.impl, r.inputs, r.expect, limits, defined=witnessed, solver=solve)
     r.seconds = time.monotonic() - start
     return r

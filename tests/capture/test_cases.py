@@ -12,6 +12,7 @@ import capture_helpers  # noqa: E402,F401  (puts the repository root on sys.path
 
 from certificates.errors import Malformed  # noqa: E402
 from certificates.graph import parse_graph  # noqa: E402
+from certificates import solve  # noqa: E402
 from certificates.refinement import check, parse_relation  # noqa: E402
 from verifier.capture.case import Case, declared, capture_case, load_case  # noqa: E402
 
@@ -22,7 +23,7 @@ def prove(case: Case):
     spec, impl = parse_graph(case.spec, "spec"), parse_graph(case.impl, "impl")
     rin = parse_relation(case.input_relation, spec, impl, "input_relation", inputs_only=True)
     rout = parse_relation(case.expect, spec, impl, "expect", inputs_only=False)
-    return check(spec, impl, rin, rout)
+    return check(spec, impl, rin, rout, solver=solve)   # as the replay of a refinement claim (chain._whole_graph)
 
 
 def test_tp_mlp_forward_proved():

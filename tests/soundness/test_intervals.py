@@ -142,7 +142,7 @@ def _scatter_rows(V: int, pad: tuple[int, int] = (-1, -1), swap: bool = False):
 
 def test_scattered_rows_are_decided_exactly():
     """Each position's gradient lands on the row of its own id, the padding row gets none: every row of every
-    case is compared (the products a case shares with the next are computed once, ``intervals.EQS``)."""
+    case is compared."""
     assert all(o.holds for o in refinement.check(*_scatter_rows(4096)))
     assert all(o.holds for o in refinement.check(*_scatter_rows(64, pad=(5, 5))))
     for bug in (dict(swap=True), dict(pad=(5, -1)), dict(pad=(-1, 0)), dict(pad=(5, 6))):
@@ -154,8 +154,7 @@ def test_scattered_rows_are_decided_exactly():
                                       (((0, 8), (0, 8)), 5)])
 def test_scattered_rows_at_every_point_of_a_case(box, pad):
     """``intervals._embedding_backward`` at two symbolic ids, evaluated at every pair of their values, is the
-    concrete scatter-add (a row two ids reach gets both gradients; rows the first id alone reached so far are
-    assigned, the others added to; the padding row gets none)."""
+    concrete scatter-add (a row two ids reach gets both gradients; the padding row gets none)."""
     intervals.BOX.clear()
     intervals.BOX.update({"a": box[0], "b": box[1]})
     g = np.array([[Rat.var(f"g{p}{j}") for j in range(D)] for p in range(2)], dtype=object)

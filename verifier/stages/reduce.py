@@ -172,8 +172,10 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True, ev
                           "(verify without --staged)")
     C = shapes.constraints(r.spec, r.impl, rels)
     kept = {a: why for a, why in C.pins.items() if not (relax and why.endswith(MIXED))}
-    relaxed, C.pins = len(kept) < len(C.pins), kept
-    cls, plain = C.divisor_classes(), shapes.solve(C)
+    relaxed, C.pins, cls = len(kept) < len(C.pins), kept, C.divisor_classes()
+    if relax:   # the checker's rule for rows indexed by values; the engine's graphs are the whole case
+        shapes.indexed(C, cls, (("spec", r.spec), ("impl", r.impl)), rels)
+    relaxed, plain = relaxed or bool(C.least), shapes.solve(C)
     for divisors in (_distinct(C, plain, cls, {"spec": r.spec, "impl": r.impl}, everywhere), plain):   # where they fit
         rspec, rimpl, rrels = shapes.reduce(r.spec, r.impl, rels, C, {a: d[0] for a, d in divisors.items()},
                                             f"{case.name}: reduction", UNBOUNDED)
@@ -194,7 +196,10 @@ def reduce_case(case: Case, limits: Limits | None = None, relax: bool = True, ev
                                                                "(in blocks) leaving every member 2 blocks")
     listed = [c for c in classes.values() if c["divisor"] > 1 and c["axes"]]
     _fits(case, (rspec, rimpl), {a: (d[0], classes[cls[a]]["reason"]) for a, d in divisors.items()}, limits)
-    reduced = Case(case.name, _json(case.spec, rspec), _json(case.impl, rimpl),
+    objs = {"spec": _json(case.spec, rspec), "impl": _json(case.impl, rimpl)}
+    for (side, t), ax in C.ranges.items():   # the values' ranges, divided with their rows
+        objs[side]["tensors"][t]["range"] = [v // divisors[ax][0] for v in objs[side]["tensors"][t]["range"]]
+    reduced = Case(case.name, objs["spec"], objs["impl"],
                    {t: [str(e) for e in es] for t, es in rrels["input"].items()},
                    {t: [str(e) for e in es] for t, es in rrels["output"].items()})
     sizes = {}
