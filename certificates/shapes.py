@@ -257,7 +257,7 @@ def indexed(C: Constraints, cls: dict[Axis, Axis], graphs: tuple, rels: dict[str
     reaching them comes from an integer input with a range or an integer ``full``, reaches ``UNIFORM`` alone and
     relations by moves, and every pin of the classes is such a row's, none summed or reshaped: one divisor for them,
     the values' range bounds and constants scaled with it (``C.ranges``, ``C.sites``), as many rows per block as the
-    values have elements, plus 2 (``C.least``, read by ``solve``)."""
+    values have elements (an impl value equal to a spec one and a ``full`` add none), plus 2 (``C.least``)."""
     src, bad, axes, marks = {}, set(), {}, []   # tensor -> the sources of its values; per source: tables, constants
     for side, g in graphs:
         for t in (t for t in g.inputs if g.tensors[t].is_int and g.tensors[t].dtype != "bool"):
@@ -302,7 +302,10 @@ def indexed(C: Constraints, cls: dict[Axis, Axis], graphs: tuple, rels: dict[str
         for side, name, k in {m[1:] for m in marks if m[0] in xs}:
             C.scaled.append((tables[0], abs(g[side].nodes[g[side].position[name]].attrs[k]), f"{name}: {k}"))
             C.sites.setdefault((side, name), []).append((k, None, tables[0]))
-        C.least[tables[0]] = sorted(xs)
+        named = [r for es in rels.get("input", {}).values() for e in es for r in terms.refs(e)]
+        same = {("impl", e.name) for t, es in rels.get("input", {}).items() if ("spec", t) in xs for e in es
+                if isinstance(e, terms.Ref) and named.count(e.name) == 1}   # equal to a spec value in every order
+        C.least[tables[0]] = sorted(x for x in xs if g[x[0]].tensors[x[1]].range and x not in same)   # full: offset 0
     cls.update(C.divisor_classes())
     C.least.update({cls[t]: C.least.pop(t) for t in list(C.least)})
 

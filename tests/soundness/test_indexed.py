@@ -276,3 +276,20 @@ def test_a_value_chosen_against_integers_of_no_source_keeps_full_size():
     ar = choice(lambda b: b.node("aten.arange.default", [], "o", end=2, out_dtype="int64"))
     assert _classes(_lookup(32, zero))[0][("spec", "W", 0)][0] > 1
     assert _classes(_lookup(32, ar))[0][("spec", "W", 0)][0] == 1
+
+
+def test_the_bound_counts_an_impl_value_once_only_where_it_equals_a_spec_value():
+    """Replicated ids (``ids@r0``, ``ids@r1``, each named once in the relation) equal the spec's in every order of
+    the hypotheses: counted once. Named twice (a second spec input equal to the same ids), one equation may be left
+    out and the values are free: counted."""
+    full = _vocab_parallel(4096)
+    C = _classes(full)[1]
+    [least] = C.least.values()
+    assert least == [("spec", "ids")]
+    twice = Case(full.name, full.spec, full.impl, {**full.input_relation, "G": ["G@r0", "G@r1"]}, full.expect)
+    rel = dict(twice.input_relation)
+    s = dict(full.spec, inputs=full.spec["inputs"] + ["ids2"],
+             tensors={**full.spec["tensors"], "ids2": dict(full.spec["tensors"]["ids"])})
+    rel["ids2"] = ["ids@r0"]
+    C = _classes(Case(full.name, s, full.impl, rel, full.expect))[1]
+    assert ("impl", "ids@r0") in [x for xs in C.least.values() for x in xs]
