@@ -39,6 +39,7 @@ class Index:
         self.groups = [g for g in groups if len(g) > 1]  # rank groups over which copies concatenate or sum
         self.stems = Stems(impl)   # copies across ranks, by structure (never by name)
         self.totals: dict[str, float] = {}
+        self.ranks = sorted({t.rank for t in impl.tensors.values()} - {None})
 
     def find(self, want: np.ndarray, region: set[str], is_int: bool) -> list[terms.Term]:
         """Clean expressions over ``region`` whose value equals ``want``; simplest first.
@@ -80,14 +81,13 @@ class Index:
         """Each expression's copies on ranks shifted by a constant (every tensor replaced by its copy,
         by stem; within ``region`` if given), where their value is the wanted one: the other DP
         replicas' copies of a TP-sharded tensor (2-D meshes), which a later step or the expectation needs."""
-        ranks = sorted({self.impl.tensors[n].rank for n in self.impl.tensors} - {None})
         out = []
         for e in exprs:
             names = terms.refs(e)
             used = {self.impl.tensors[n].rank for n in names}
             if None in used:
                 continue
-            for d in sorted({b - a for a in used for b in ranks} - {0}):
+            for d in sorted({b - a for a in used for b in self.ranks} - {0}):
                 copies = {n: self.stems.copies(self.stems.of(n)).get(self.impl.tensors[n].rank + d) for n in names}
                 if any(c is None or region is not None and c not in region for c in copies.values()):
                     continue

@@ -34,7 +34,7 @@ from certificates.chain import Chain
 from certificates.errors import CheckError, LimitExceeded, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
-from certificates.refinement import Outcome, Relation
+from certificates.refinement import Outcome, Relation, check as refinement_check
 from certificates.obligations import integer_ranges
 from certificates.refinement import spec_defined
 from certificates.stages import constants, decide, held, key as stage_key, stage
@@ -57,8 +57,11 @@ class _Deferred(Chain):
     its stage before); proofs come later."""
 
     def __init__(self, spec: Graph, impl: Graph, limits: Limits, values: list[tuple[dict, dict]],
-                 red: Reduction | None = None, banned: frozenset[tuple[str, str]] = frozenset()) -> None:
-        super().__init__(spec, impl, limits)
+                 red: Reduction | None = None, banned: frozenset[tuple[str, str]] = frozenset(), check=None) -> None:
+        # not Chain's: its integer ranges (``chain.reachable_ranges``, enumerated) serve proofs this chain defers;
+        # a staged claim's stages take ``integer_ranges`` (``Staged``)
+        self.spec, self.impl, self.limits, self.cache, self.reused = spec, impl, limits, {}, 0
+        self.ranges, self.check = integer_ranges(impl), check or refinement_check
         self.values, self.red, self.banned = values, red, banned
 
     def prove(self, rel: Relation, node, outputs: Relation) -> list[Outcome]:
