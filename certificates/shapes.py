@@ -270,7 +270,8 @@ def indexed(C: Constraints, cls: dict[Axis, Axis], graphs: tuple, rels: dict[str
             lookup = op.startswith("embedding") and not a.get("scale_grad_by_freq") and a.get("padding_idx", -1) == -1
             if xs and (op not in UNIFORM or op in CMP | {"add", "sub"} and (len(ins) > 1 or a.get("alpha", 1) != 1)
                        or op.startswith("embedding") and not lookup or not (op in CMP or lookup or ints == n.outputs)
-                       or any(g.tensors[t].is_int and g.tensors[t].dtype != "bool" and (side, t) not in src for t in ins)):
+                       or any(g.tensors[t].is_int and g.tensors[t].dtype != "bool" and (side, t) not in src for t in ins)
+                       or any(a.get(k) is not None and type(a[k]) is not int for k in KEYS)):   # 2.5: no block's
                 bad |= xs
             marks += [(x, side, n.name, k) for x in xs for k in KEYS if type(a.get(k)) is int]
             for x in xs if lookup else ():

@@ -293,3 +293,11 @@ def test_the_bound_counts_an_impl_value_once_only_where_it_equals_a_spec_value()
     rel["ids2"] = ["ids@r0"]
     C = _classes(Case(full.name, s, full.impl, rel, full.expect))[1]
     assert ("impl", "ids@r0") in [x for xs in C.least.values() for x in xs]
+
+
+@pytest.mark.parametrize("k", [16, 15.5, 16.0, True], ids=["16", "15.5", "16.0", "True"])
+def test_a_constant_that_is_not_an_integer_keeps_full_size(k):
+    """``ids < 15.5`` is ``ids <= 15``: a bound no block boundary is (and 16.0 or True are not the integers the rule
+    scales): refused; ``ids < 16`` reduces."""
+    div, _ = _classes(_lookup(32, _first_block_to_zero(k)))
+    assert (div[("spec", "W", 0)][0] > 1) == (k == 16 and type(k) is int)
