@@ -281,7 +281,8 @@ def indexed(C: Constraints, cls: dict[Axis, Axis], graphs: tuple, rels: dict[str
         for s, es in rel.items():
             bad |= set().union(src.get(("spec", s), ()), *(src.get(("impl", r), ()) for e in es for r in terms.refs(e))
                                ) if any(_uses(e, ("sum", "mean", "scale")) for e in es) else set()
-    groups, summed, g = [], {a for xs in C.sums.values() for a in xs}, dict(graphs)
+    groups, summed, gs = [], {a for xs in C.sums.values() for a in xs}, dict(graphs)
+    named = [r for es in rels.get("input", {}).values() for e in es for r in terms.refs(e)]
     for x in sorted(axes):   # the values that reach rows, grouped where they reach rows of one class
         xs, roots = {x}, {cls[t] for t in axes[x]}
         for other in [o for o in groups if o[1] & roots]:
@@ -297,16 +298,15 @@ def indexed(C: Constraints, cls: dict[Axis, Axis], graphs: tuple, rels: dict[str
         for a in members:
             C.pins.pop(a, None)
         C.links += [(tables[0], t) for t in tables[1:]]
-        for side, t in (x for x in xs if g[x[0]].tensors[x[1]].range):
-            C.scaled += [(tables[0], abs(v), f"{t}: range") for v in g[side].tensors[t].range]
+        for side, t in (x for x in xs if gs[x[0]].tensors[x[1]].range):
+            C.scaled += [(tables[0], abs(v), f"{t}: range") for v in gs[side].tensors[t].range]
             C.ranges[(side, t)] = tables[0]
         for side, name, k in {m[1:] for m in marks if m[0] in xs}:
-            C.scaled.append((tables[0], abs(g[side].nodes[g[side].position[name]].attrs[k]), f"{name}: {k}"))
+            C.scaled.append((tables[0], abs(gs[side].nodes[gs[side].position[name]].attrs[k]), f"{name}: {k}"))
             C.sites.setdefault((side, name), []).append((k, None, tables[0]))
-        named = [r for es in rels.get("input", {}).values() for e in es for r in terms.refs(e)]
         same = {("impl", e.name) for t, es in rels.get("input", {}).items() if ("spec", t) in xs for e in es
                 if isinstance(e, terms.Ref) and named.count(e.name) == 1}   # equal to a spec value in every order
-        C.least[tables[0]] = sorted(x for x in xs if g[x[0]].tensors[x[1]].range and x not in same)   # full: offset 0
+        C.least[tables[0]] = sorted(x for x in xs if gs[x[0]].tensors[x[1]].range and x not in same)   # full: offset 0
     cls.update(C.divisor_classes())
     C.least.update({cls[t]: C.least.pop(t) for t in list(C.least)})
 

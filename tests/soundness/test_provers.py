@@ -1,6 +1,7 @@
 """Which claim kinds trust an SMT solver: refinement and training-refinement claims take z3 and cvc5 (``smt.py``,
 registered by their entries); staged and template claims hold by equal normal forms alone, even in a process where a
-refinement claim registered the solvers first (``solve.provers``). ``relu(x) - relu(-x) = x`` is the control: its
+refinement claim registered the solvers first (template: ``solve.provers(())``; staged: ``refinement.check`` without a
+solver). ``relu(x) - relu(-x) = x`` is the control: its
 normal forms differ (two ``max`` atoms), z3 proves it."""
 
 import pytest
@@ -47,7 +48,7 @@ def test_staged_claims_do_not_though_a_refinement_claim_registered_z3():
     ls, li, rin, rout = _relations(*_obligation())
     out = stages.decide(ls, li, rin, rout, Limits())
     assert not out[0].holds and "not proved" in out[0].failure
-    assert refinement_kind.smt in PROVERS   # restored after the stage
+    assert refinement_kind.smt in PROVERS   # registered, and still not used by the stage
 
 
 def test_template_blocks_are_checked_without_solvers(monkeypatch):
