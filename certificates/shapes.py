@@ -180,8 +180,8 @@ def constraints(spec: Graph, impl: Graph, relations: dict[str, Relation]) -> Con
 
 def solve(C: Constraints) -> dict[Axis, tuple[int, int | Fraction]]:
     """Per axis, its class's divisor and second one (0: none): 1 if pinned, else the largest divisor d of the gcd g of
-    its sizes and constants in blocks leaving each member 2 blocks (scale g / d); a summed class is also checked at
-    scale g / d + 1 (divisor g / (g / d + 1), exact on every member) if that is below full size, else kept at 1."""
+    its sizes and constants in blocks leaving each member 2 blocks (scale s = g / d); a summed class is also checked at
+    scale s - 1 (divisor g / (s - 1), exact on every member; scale 2 where s is 1, if below full size), else kept at 1."""
     cls, members, units = C.divisor_classes(), {}, {}
     for a in C.size:
         members.setdefault(cls[a], []).append(a)
@@ -197,8 +197,9 @@ def solve(C: Constraints) -> dict[Axis, tuple[int, int | Fraction]]:
         need = 2 + sum(math.prod(C.size[a] // min(d for d in out.get(cls[a], (1, 0)) if d) for a in C.size if a[:2] == t)
                        for t in C.least.get(root, ()))   # the values' elements at the largest corner, row and 0
         ds = [k for k in range(min(g, cap), 0, -1) if g % k == 0 and (root not in C.least or g // k >= need)] or [1]
-        out[root] = (ds[0], 0) if not summed & set(ms) else (ds[0], Fraction(g, g // ds[0] + 1)) if 1 < ds[0] and \
-            g // ds[0] + 1 < g else (1, 0)
+        s = g // ds[0]   # a summed class's second scale: one below (at least 1), else 2 if that is below full size
+        second = Fraction(g, s - 1) if s > 1 else Fraction(g, 2) if 2 < g else 0
+        out[root] = (ds[0], 0) if not summed & set(ms) else (ds[0], second) if 1 < ds[0] and second else (1, 0)
     return {a: out[r] for a, r in cls.items()}
 
 

@@ -287,14 +287,14 @@ def keeps(red: Reduction, t: str, e: terms.Term) -> bool:
     return _consistent(C, {a: red.sizes[a][0] // red.sizes[a][1] for a in C.size if a[0] != "term"})
 
 
-def _consistent(C: shapes.Constraints, div: dict[Axis, int]) -> bool:
+def _consistent(C: shapes.Constraints, div: dict[Axis, int], least: int = 2) -> bool:
     """Whether ``div`` gives tied axes one divisor that divides each size and scaled constant, in blocks, leaving
-    2 blocks, and no pinned axis is divided."""
+    ``least`` blocks (a second divisor: 1), and no pinned axis is divided."""
     cls, real = C.divisor_classes(), {}
     for a, d in div.items():
         if real.setdefault(cls[a], d) != d:
             return False
     full = {a: real.get(cls[a], 1) for a in C.size}
-    return all(d == 1 or not (C.size[a] % (d * C.blocks(a)) or C.size[a] // (d * C.blocks(a)) < 2 or a in C.pins)
+    return all(d == 1 or not (C.size[a] % (d * C.blocks(a)) or C.size[a] // (d * C.blocks(a)) < least or a in C.pins)
                for a, d in full.items()) and all(full[a] == 1 or v % (full[a] * C.blocks(a)) == 0
                                                 for a, v, _ in C.scaled)
