@@ -39,6 +39,7 @@ class Reduction:
     full: tuple = ()                             # the full-size (spec, impl, relations) the classes reduce
     relaxed: bool = False                        # mixed axes reduced (``MIXED``)
     constants: dict[str, list] = field(default_factory=dict)   # spec tensor made from no input -> equal impl ones
+    lifted: dict = field(default_factory=dict, repr=False)      # (tensor, equation) -> at full size or None (``lift``)
 
 
 # Pins of axes whose values are only mixed along them (a normalization, a mean, a sum into a gradient): the graphs
@@ -219,9 +220,12 @@ def lift(red: Reduction, rel: dict[str, list], rspec, rimpl) -> dict[str, list]:
     def divs(name: str) -> list[int]:
         return [red.sizes[("impl", name, k)][0] // red.sizes[("impl", name, k)][1]
                 for k in range(len(rimpl.tensors[name].shape))]
-    out = {t: [_lift(_plainer(e, rimpl), divs, lambda n: rimpl.tensors[n].shape)[0] for e in es]
-           for t, es in rel.items()}
-    return {t: [e for e in es if keeps(red, t, e)] for t, es in out.items()}
+    def one(t: str, e: terms.Term) -> terms.Term | None:
+        if (t, str(e)) not in red.lifted:   # the same reduced graphs each time: lifted once
+            f = _lift(_plainer(e, rimpl), divs, lambda n: rimpl.tensors[n].shape)[0]
+            red.lifted[(t, str(e))] = f if keeps(red, t, f) else None
+        return red.lifted[(t, str(e))]
+    return {t: [f for e in es if (f := one(t, e)) is not None] for t, es in rel.items()}
 
 
 def _plainer(e: terms.Term, g) -> terms.Term:
