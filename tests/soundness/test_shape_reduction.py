@@ -175,7 +175,7 @@ def forge(full: Case, small: Case, fix: dict | None = None) -> dict:
              for side, fg, sg in (("spec", full.spec, small.spec), ("impl", full.impl, small.impl))
              for t, v in fg["tensors"].items() for k, n in enumerate(v["shape"])}
     r, f = direct.prepare(small, Limits()), direct.prepare(full, Limits())
-    found = lift(SimpleNamespace(sizes=sizes, full=(f.spec, f.impl, None)), res.relation, r.spec, r.impl)
+    found = lift(SimpleNamespace(sizes=sizes, full=(f.spec, f.impl, None), lifted={}), res.relation, r.spec, r.impl)
     ev["relation"] = {**{t: [str(e) for e in es] for t, es in found.items()}, **(fix or {})}
     return rekeyed(cert, full)
 
