@@ -37,9 +37,9 @@ from certificates.errors import CheckError, LimitExceeded, Unsupported, fail_if
 from certificates.graph import Graph, parse_graph
 from certificates.limits import Limits
 from certificates.refinement import Outcome, Relation, check as refinement_check
-from certificates.obligations import integer_ranges
+from certificates.obligations import integer_ranges, key as obligation_key, obligation
 from certificates.refinement import spec_defined
-from certificates.stages import constants, decide, held, key as stage_key, stage
+from certificates.stages import constants, decide, evident, held, key as stage_key, stage
 
 from .. import direct
 from ..case import Case
@@ -129,6 +129,16 @@ class Staged:
         self.ranges, self.known = integer_ranges(self.impl), constants(self.spec, Limits())
         self.stages: dict[str | None, tuple[str, list[tuple]]] = {}   # planned once, discharged in-process
 
+    def shape(self, op: str | None) -> str:
+        """The stage's obligation at full size, canonically (``obligations.key``), and whether its operator is
+        ``evident``: all that ``stage`` reads, so stages of one shape have one key (layers alike are planned once;
+        the checker derives every stage, and a wrong key would be REJECTed)."""
+        node = self.spec.nodes[self.spec.position[op]] if op is not None else None
+        rel = {**self.rels["input"], **self.rels["evidence"]}
+        goal = self.rels["output"] if node is None else {t: rel[t] for t in node.outputs if t in rel}
+        local = obligation(self.spec, self.impl, rel, node, goal, self.ranges)
+        return obligation_key(*local) + f"|{node is not None and evident(self.spec, node, self.known)}"
+
     def stage(self, op: str | None) -> tuple[str, list[tuple]]:
         if op not in self.stages:
             rel = {**self.rels["input"], **self.rels["evidence"]}
@@ -163,9 +173,10 @@ def _plain(es: list[terms.Term]) -> list[terms.Term]:
 def plan(S: Staged) -> list[Stage]:
     """The stages, as the checker derives them: one per spec operator in graph order, then the expectations;
     deduplicated by the checker's key (``certificates.stages.key``)."""
-    stages, first = [Stage(n.name) for n in S.spec.nodes] + [Stage(None)], {}
+    stages, first, keys = [Stage(n.name) for n in S.spec.nodes] + [Stage(None)], {}, {}
     for i, st in enumerate(stages):
-        st.key = stage_key(*S.stage(st.op))
+        shape = S.shape(st.op)
+        st.key = keys[shape] = keys.get(shape) or stage_key(*S.stage(st.op))
         st.rep = first.setdefault(st.key, i)
     return stages
 
