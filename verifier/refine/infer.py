@@ -253,12 +253,13 @@ def no_cycle_collection():
 def infer(case: Case, seed: int = 0, limits: Limits | None = None,
           progress: Callable[[int, int, str], None] | None = None,
           chain: Callable[[Graph, Graph, Limits], Chain] = Chain, check: Callable | None = None,
-          precise: dict | None = None) -> Inference:
+          precise: dict | None = None, prepared: direct.Result | None = None) -> Inference:
     """Infer the relation operator by operator; ``progress(done, total, op)`` is told each step.
 
     ``chain`` makes the prover of the steps (``verifier.stages.run`` defers the proofs); ``check`` decides its
     obligations (default ``refinement.check``; ``symint.check`` for refinement claims, as their replay does) and
-    ``precise`` gives the spec's definedness witness its values (``certificates.precise.PRECISE``, as replay).
+    ``precise`` gives the spec's definedness witness its values (``certificates.precise.PRECISE``, as replay);
+    ``prepared``: the case already parsed (``direct.prepare``).
     """
     at: list[str] = []   # the spec operator being related, for a LIMIT message
 
@@ -268,7 +269,7 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
             progress(done, total, name)
     with no_cycle_collection():
         try:
-            return _infer(case, seed, limits, step, chain, check, precise)
+            return _infer(case, seed, limits, step, chain, check, precise, prepared)
         except LimitExceeded as e:
             if not at:
                 raise
@@ -281,10 +282,11 @@ def infer(case: Case, seed: int = 0, limits: Limits | None = None,
 
 
 def _infer(case: Case, seed: int, limits: Limits | None, progress: Callable[[int, int, str], None],
-           chain: Callable[[Graph, Graph, Limits], Chain], check: Callable | None, precise: dict | None) -> Inference:
+           chain: Callable[[Graph, Graph, Limits], Chain], check: Callable | None, precise: dict | None,
+           prepared: direct.Result | None = None) -> Inference:
     limits = limits or Limits()
     start = time.monotonic()
-    r = direct.prepare(case, limits)
+    r = prepared or direct.prepare(case, limits)
     if chain is Chain:   # names and node order do not matter (order.py); a staged run certifies the
         r = canonical(r)   # graphs as given, its reduction being re-derived from them by the checker
     inf = Inference(r, relation={k: list(v) for k, v in r.inputs.items()})

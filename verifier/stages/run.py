@@ -341,7 +341,7 @@ def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress
         prepared = direct.prepare(work, limits)   # the second run spreads integer inputs, the others draw them
         values = [direct.numeric_values(prepared, seed + k, limits, spread=k == 1) for k in range(1, 1 + RUNS)]
         deferred = functools.partial(_Deferred, values=values, red=red)
-        res = StagedResult(case, red, infer(work, seed, limits, step, chain=deferred))
+        res = StagedResult(case, red, infer(work, seed, limits, step, chain=deferred, prepared=prepared))
     except direct.ImplFailed:  # the sequential engine reports it
         values = None
         res = StagedResult(case, red, infer(work, seed, limits, step))
@@ -352,7 +352,8 @@ def _attempt(case: Case, jobs: int, executor: str | None, reduce: bool, progress
             break
         res.banned = banned = banned | res.failed
         chain = functools.partial(_Deferred, values=values, red=red, banned=banned)
-        res.inference, res.failure, res.stages = infer(work, seed, limits, step, chain=chain), None, []
+        res.inference = infer(work, seed, limits, step, chain=chain, prepared=prepared)
+        res.failure, res.stages = None, []
         ok = res.inference.verified and _prove(res, jobs, executor, limits, progress)
     if not ok:  # the sequential engine proves as it goes: it drops failing candidates or reports the bug
         res.fallback, res.failure, res.stages = True, None, []
