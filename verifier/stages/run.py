@@ -7,7 +7,7 @@
 3. Stages are the checker's (``certificates.stages.stage``): each spec operator's local
    obligation at full size (one for the expectations), held by congruence or reduced on its
    own; stages equal modulo renaming (their key) form a class and only its first stage, the
-   representative, is proved.
+   representative, is proved. Stages of one shape at full size are reduced once (``Staged.shape``).
 4. Representatives are discharged in-process (``jobs=1``), in a local process pool, or on
    a Dask cluster (``executor="dask://HOST:PORT"``).
 5. If a stage fails, inference runs again without the equations that failed (``REINFER``
