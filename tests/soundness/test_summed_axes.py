@@ -68,6 +68,35 @@ def test_an_offset_outside_the_sum_is_refuted_at_the_second_divisor(tmp_path):
     assert not ok and "stage #0 (n0)" in why, why
 
 
+def uneven_trap(a: int, b: int, shift: float) -> Case:
+    """``sum(X)`` against the sums of ``x + 1/2`` over two pieces of lengths a and b, less ``shift``: affine in the
+    sums, equal where (a + b) / 2 = shift only. Pieces of 2 and 3 blocks of gcd 4 (8 and 12): every member keeps 2
+    blocks at scale 1, so the main size is scale 1 itself and ``shapes.solve``'s second size is scale 2."""
+    s = GraphBuilder("sum", 1)
+    s.input("X", [3, a + b], "activation")
+    s.node("aten.sum.dim_IntList", ["X"], "Y", dim=[1])
+    s.output("Y")
+    g = GraphBuilder("sum_pieces_shifted", 1)
+    for h, n in (("0", a), ("1", b)):
+        g.input(f"x{h}", [3, n], "activation")
+        g.node("aten.add.Tensor", [f"x{h}"], f"t{h}", other=0.5)
+        g.node("aten.sum.dim_IntList", [f"t{h}"], f"s{h}", dim=[1])
+    g.node("aten.add.Tensor", ["s0", "s1"], "s")
+    g.node("aten.sub.Tensor", ["s"], "y", other=shift)
+    g.output("y")
+    return Case("uneven_trap", s.build(), g.build(), {"X": ["concat(x0, x1, dim=1)"]}, {"Y": ["y"]})
+
+
+def test_a_class_at_scale_one_is_checked_again_at_scale_two(tmp_path):
+    """The branch of ``solve`` where the main scale is already 1: right at 2 + 3 elements (scale 1), false at
+    8 + 12; the second size, 4 + 6, refutes it, and the certificate forged from the small run is REJECTed."""
+    full = uneven_trap(8, 12, 2.5)
+    assert not verify_staged(full).verified
+    assert lengths(full, full.expect, "n0", "X", 1) == [5, 10]
+    ok, why = _replay(forge(full, uneven_trap(2, 3, 2.5)), tmp_path)
+    assert not ok and "stage #0 (n0)" in why, why
+
+
 def test_a_power_of_sums_in_one_stage_keeps_the_axis_full(tmp_path):
     """Correct, but not affine in its sums inside one stage: the axis is decided at full length."""
     full = squares(16)

@@ -79,12 +79,9 @@ class _Deferred(Chain):
 
 
 def _matches(e: terms.Term, want: np.ndarray, i_vals: dict) -> bool:
-    got, want = np.asarray(terms.evaluate(e, i_vals.__getitem__), dtype=float), np.asarray(want, dtype=float)
-    if got.shape != want.shape:
-        return False
-    with np.errstate(invalid="ignore"):   # ``np.allclose(rtol=1e-6, atol=1e-9, equal_nan=True)``, without its checks
-        return bool(np.all((np.abs(got - want) <= 1e-9 + 1e-6 * np.abs(want)) | (got == want)
-                           | np.isnan(got) & np.isnan(want)))
+    got = np.asarray(terms.evaluate(e, i_vals.__getitem__), dtype=float)
+    return got.shape == want.shape and np.allclose(got, np.asarray(want, dtype=float), rtol=1e-6, atol=1e-9,
+                                                   equal_nan=True)
 
 
 @dataclass
@@ -127,6 +124,7 @@ class Staged:
         (sj, ij), self.rels = payload
         self.spec, self.impl = parse_graph(sj, "staged spec", UNBOUNDED), parse_graph(ij, "staged impl", UNBOUNDED)
         self.ranges, self.known = integer_ranges(self.impl), constants(self.spec, Limits())
+        self.rel = {**self.rels["input"], **self.rels["evidence"]}
         self.stages: dict[str | None, tuple[str, list[tuple]]] = {}   # planned once, discharged in-process
 
     def shape(self, op: str | None) -> str:
@@ -134,15 +132,13 @@ class Staged:
         ``evident``: all that ``stage`` reads, so stages of one shape have one key (layers alike are planned once;
         the checker derives every stage, and a wrong key would be REJECTed)."""
         node = self.spec.nodes[self.spec.position[op]] if op is not None else None
-        rel = {**self.rels["input"], **self.rels["evidence"]}
-        goal = self.rels["output"] if node is None else {t: rel[t] for t in node.outputs if t in rel}
-        local = obligation(self.spec, self.impl, rel, node, goal, self.ranges)
+        goal = self.rels["output"] if node is None else {t: self.rel[t] for t in node.outputs if t in self.rel}
+        local = obligation(self.spec, self.impl, self.rel, node, goal, self.ranges)
         return obligation_key(*local) + f"|{node is not None and evident(self.spec, node, self.known)}"
 
     def stage(self, op: str | None) -> tuple[str, list[tuple]]:
         if op not in self.stages:
-            rel = {**self.rels["input"], **self.rels["evidence"]}
-            self.stages[op] = stage(self.spec, self.impl, rel, self.rels["output"], op, self.ranges, "staged",
+            self.stages[op] = stage(self.spec, self.impl, self.rel, self.rels["output"], op, self.ranges, "staged",
                                     UNBOUNDED, self.known)
         return self.stages[op]
 
@@ -261,8 +257,7 @@ def _goal(S: Staged, op: str | None) -> list[tuple[str, terms.Term]]:
     """The full-size equations a stage proves, in the order of its outcomes (``certificates.stages.stage``)."""
     if op is None:
         return _pairs(S.rels["output"])
-    rel = {**S.rels["input"], **S.rels["evidence"]}
-    return _pairs({t: rel[t] for t in S.spec.nodes[S.spec.position[op]].outputs if t in rel})
+    return _pairs({t: S.rel[t] for t in S.spec.nodes[S.spec.position[op]].outputs if t in S.rel})
 
 
 def _prove(res: StagedResult, jobs: int, executor: str | None, limits: Limits, progress: Progress | None) -> bool:
