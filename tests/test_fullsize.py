@@ -122,15 +122,15 @@ def test_swapped_shards_refuted_and_located():
 def test_a_later_refuting_draw_is_run_again_with_its_sketches(monkeypatch):
     """Only the first draw is sketched on the way; a later draw that refutes is run again, sketched, and the
     location is that draw's (here the first draw is made to miss the difference)."""
-    differs, seen = fullsize._differs, []
+    first, seen = fullsize.Compared.first, []
 
-    def miss_first(r, spec_out, impl_out, spec_env, seed, scale, top):
-        seen.append(scale)
-        return None if scale == fullsize.FAN_IN else differs(r, spec_out, impl_out, spec_env, seed, scale, top)
-    monkeypatch.setattr(fullsize, "_differs", miss_first)
+    def miss_first(cmp, top):
+        seen.append(top)
+        return None if len(seen) == 1 else first(cmp, top)
+    monkeypatch.setattr(fullsize.Compared, "first", miss_first)
     r = direct.prepare(_case([_mul(0), _mul(1, "x", "x")], SHARD, {"y": ["concat(y@r0, y@r1, dim=0)"]}), big())
     found = fullsize.search(r, 0, big())
-    assert seen == [fullsize.FAN_IN, 1.0, 1.0] and found.draws == 2
+    assert len(seen) == 3 and found.draws == 2
     assert found.counterexample.scale == 1.0 and found.located.name == "m" and found.unmatched == ["y"]
 
 

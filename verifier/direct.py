@@ -153,16 +153,36 @@ def differing(r: Result, s_vals: dict, i_vals: dict, slack: float) -> tuple | No
         for t in exprs:
             got = np.broadcast_to(np.asarray(refinement.terms.evaluate(t, i_vals.__getitem__), dtype=float),
                                   want.shape)
-            first, count = None, 0
-            for lo in range(0, want.size, CHUNK):
-                a, b = want.reshape(-1)[lo:lo + CHUNK], got.reshape(-1)[lo:lo + CHUNK]
-                bad = np.flatnonzero(np.isfinite(a) & np.isfinite(b) & ~np.isclose(a, b, rtol=RTOL, atol=slack))
-                first = lo + int(bad[0]) if first is None and bad.size else first
-                count += bad.size
-            if count:
-                idx = tuple(int(i) for i in np.unravel_index(first, want.shape))
-                return name, str(t), idx, float(want[idx]), float(got[idx]), count, int(want.size)
+            if hit := difference(want, got, slack):
+                return (name, str(t), *hit)
     return None
+
+
+def difference(want: np.ndarray, got: np.ndarray, slack: float) -> tuple | None:
+    """``(index, spec value, impl value, elements that differ, of)`` for the first element of ``want`` and ``got``
+    (the same shape) that differ, both finite, by more than ``slack`` plus ``RTOL`` of ``got``'s; None if none do."""
+    first, count, want_flat, got_flat = None, 0, want.reshape(-1), got.reshape(-1)
+    for lo in range(0, want.size, CHUNK):
+        a, b = want_flat[lo:lo + CHUNK], got_flat[lo:lo + CHUNK]
+        bad = np.flatnonzero(np.isfinite(a) & np.isfinite(b) & ~np.isclose(a, b, rtol=RTOL, atol=slack))
+        first = lo + int(bad[0]) if first is None and bad.size else first
+        count += bad.size
+    if not count:
+        return None
+    idx = tuple(int(i) for i in np.unravel_index(first, want.shape))
+    return idx, float(want[idx]), float(got[idx]), count, int(want.size)
+
+
+def excess(want: np.ndarray, got: np.ndarray) -> float:
+    """The largest ``|want - got| - RTOL |got|`` over the elements both finite (-inf where none are): ``difference``
+    finds an element under a slack below it, none under one above it."""
+    top, want_flat, got_flat = -np.inf, want.reshape(-1), got.reshape(-1)
+    for lo in range(0, want.size, CHUNK):
+        a, b = want_flat[lo:lo + CHUNK], got_flat[lo:lo + CHUNK]
+        ok = np.isfinite(a) & np.isfinite(b)
+        if ok.any():
+            top = max(top, float((np.abs(a[ok] - b[ok]) - RTOL * np.abs(b[ok])).max()))
+    return top
 
 
 def _magnitude(vals: dict) -> float:
